@@ -4,13 +4,15 @@ import io.netty.channel.ChannelDuplexHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelPromise;
 import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.LastHttpContent;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * Keeps the worker's in-flight count (what {@code /get_load} reports): a request counts from
- * arrival until the last part of its answer is written, or until its connection closes
- * (a hanging request). One instance per connection.
+ * Keeps the worker's in-flight count (what {@code /get_load} reports, like vLLM's running
+ * requests): an inference request counts from arrival until the last part of its answer is
+ * written, or until its connection closes (a hanging request). One instance per connection;
+ * HTTP/1.1 clients wait for an answer before the next request, so a counter suffices.
  */
 final class InFlightTracker extends ChannelDuplexHandler {
 
@@ -23,7 +25,8 @@ final class InFlightTracker extends ChannelDuplexHandler {
 
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
-        if (msg instanceof FullHttpRequest) {
+        if (msg instanceof FullHttpRequest req && req.method().equals(HttpMethod.POST)
+                && Routes.INFERENCE.contains(Routes.pathOf(req.uri()))) {
             open++;
             inFlight.incrementAndGet();
         }

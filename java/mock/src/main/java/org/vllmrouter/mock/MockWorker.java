@@ -61,7 +61,7 @@ public final class MockWorker {
     /** Inference requests received (health, info and capture routes not counted). */
     public long requestCount() { return requestCount.get(); }
 
-    /** Requests received and not yet fully answered (hanging ones included until their connection closes). */
+    /** Inference requests received and not yet fully answered (hanging ones until their connection closes). */
     public int inFlight() { return inFlight.get(); }
 
     /** Inference requests waiting for a slot ({@code max-concurrency}). */
