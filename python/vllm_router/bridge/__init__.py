@@ -1,0 +1,34 @@
+"""How Python reaches the Java engine, without JNI.
+
+Two bridges share one shape, so `vllm_router.router` does not care which one runs:
+
+* `process` (CPython): the engine in a child JVM, configured over stdin, which also serves as
+  the lifeline.
+* `graal` (GraalPy): the engine in the same JVM, owned by the launcher module.
+
+Each bridge module provides `start_engine(config_json: str, startup_timeout: Optional[float])`
+returning an engine handle with `url`, `port`, `metrics_port`, `wait(timeout=None) -> int`
+(blocks until the engine has stopped, returns its exit status), `request_stop()` (begin the
+graceful drain, returns at once), `stop(timeout) -> int` (drain, then force) and `is_running()`.
+`start_engine` raises `EngineConfigError` when the engine rejects the configuration and
+`EngineStartupError` for any other start-up failure.
+"""
+
+
+class EngineConfigError(ValueError):
+    """The engine rejected the configuration; the message is the engine's own text."""
+
+
+class EngineStartupError(RuntimeError):
+    """The engine could not start (no Java, cannot bind, died early, ...)."""
+
+
+# Engine error messages that mean "your configuration is wrong" (upstream's ValueError cases).
+CONFIG_ERROR_PREFIXES = ("Configuration error", "Configuration validation failed")
+
+
+def startup_error(message: str) -> Exception:
+    """The exception a caller sees for the engine's `{"event":"error"}` message."""
+    if message.startswith(CONFIG_ERROR_PREFIXES):
+        return EngineConfigError(message)
+    return EngineStartupError(message)
