@@ -181,7 +181,7 @@ class RouterHandle:
 
     def finish_session(self, session_id: str) -> dict:
         """Release a session (its worker slot frees up); unknown ids are a no-op."""
-        query = urllib.parse.urlencode({"session_id": session_id})
+        query = "session_id=" + urllib.parse.quote(session_id, safe="")
         return self._request("POST", f"/finish_session?{query}", body=b"")
 
     def sessions(self) -> Dict[str, int]:

@@ -47,19 +47,25 @@ def engine_jar() -> Path:
     return jar
 
 
-def engine_command(java: JavaRuntime, jar: Path, arguments: List[str]) -> List[str]:
-    """The command line that runs `org.vllmrouter.host.Main <arguments>` from the engine jar."""
-    return [java.executable, *jvm_options(java, jar), "-cp", str(jar), ENGINE_MAIN_CLASS, *arguments]
+def engine_command(java: JavaRuntime, jar: Path, arguments: List[str],
+                   class_cache: bool = False) -> List[str]:
+    """The command line that runs `org.vllmrouter.host.Main <arguments>` from the engine jar.
+
+    `class_cache` uses (and on first use records) the AOT class cache of the router engine;
+    only `serve` uses it, so other commands never overwrite the router's cache.
+    """
+    return [java.executable, *jvm_options(java, jar, class_cache), "-cp", str(jar),
+            ENGINE_MAIN_CLASS, *arguments]
 
 
-def jvm_options(java: JavaRuntime, jar: Path) -> List[str]:
+def jvm_options(java: JavaRuntime, jar: Path, class_cache: bool) -> List[str]:
     """JVM flags chosen for start-up time and a small footprint, plus $VLLM_ROUTER_JVM_OPTS."""
     options = [
         # The router keeps little heap; the serial collector starts fastest and needs no threads.
         "-XX:+UseSerialGC",
         "-Xss512k",
     ]
-    archive = class_archive_path(java, jar)
+    archive = class_archive_path(java, jar) if class_cache else None
     if archive is not None:
         # JDK 25's AOT cache (JEP 514): the first run records loaded and linked classes at exit,
         # later runs start from them. Missing or stale caches are ignored by the JVM.
@@ -144,7 +150,7 @@ def start_engine(config_json: str, startup_timeout: Optional[float] = None) -> E
     """
     java = find_java()
     jar = engine_jar()
-    command = engine_command(java, jar, ["serve", "--config", "-"])
+    command = engine_command(java, jar, ["serve", "--config", "-"], class_cache=True)
     try:
         process = subprocess.Popen(
             command,
