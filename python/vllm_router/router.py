@@ -97,21 +97,23 @@ class Router:
         Raises ValueError if the engine rejects the configuration, RuntimeError if it cannot
         start or stops on its own with a failure status.
         """
-        stop_requested = threading.Event()
         engine_box = []
 
         def forward_stop(signum, frame):
-            stop_requested.set()
             if engine_box:
                 engine_box[0].request_stop()
+            else:
+                # Still waiting for the ready line (workers may take minutes): abandon start-up;
+                # the bridge stops the half-started engine.
+                raise _StopBeforeReady()
 
         previous = _install_handlers(forward_stop)
         try:
             engine = _bridge().start_engine(self.config_json, self._startup_timeout())
             engine_box.append(engine)
-            if stop_requested.is_set():
-                engine.request_stop()
             status = engine.wait()
+        except _StopBeforeReady:
+            return
         finally:
             _restore_handlers(previous)
         if status != 0 and not (engine.stop_requested and _is_stop_status(status)):
@@ -124,6 +126,10 @@ class Router:
 
     def _startup_timeout(self) -> float:
         return self._args.worker_startup_timeout_secs + _STARTUP_GRACE_SECS
+
+
+class _StopBeforeReady(Exception):
+    """SIGTERM/SIGINT arrived before the engine was ready."""
 
 
 def _router_args_from_native_kwargs(kwargs: Dict[str, Any]) -> RouterArgs:
