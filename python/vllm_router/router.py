@@ -5,13 +5,9 @@
 """
 
 import enum
-import json
 import signal
 import sys
 import threading
-import urllib.error
-import urllib.parse
-import urllib.request
 from typing import Any, Dict, Optional
 
 from .router_args import RouterArgs, router_args_to_config_json
@@ -43,7 +39,6 @@ _NATIVE_ONLY_DEFAULTS = {"enable_trace": False, "otlp_traces_endpoint": None}
 # Seconds that `start()`/`launch()` wait for the engine's ready line beyond the worker start-up
 # timeout (the engine itself waits up to worker_startup_timeout_secs for workers).
 _STARTUP_GRACE_SECS = 60.0
-_HTTP_TIMEOUT_SECS = 10.0
 
 
 def _bridge():
@@ -122,7 +117,7 @@ class Router:
     def launch(self) -> "RouterHandle":
         """Start serving in the background and return a handle once the router is ready."""
         engine = _bridge().start_engine(self.config_json, self._startup_timeout())
-        return RouterHandle(engine, self._args)
+        return RouterHandle(engine)
 
     def _startup_timeout(self) -> float:
         return self._args.worker_startup_timeout_secs + _STARTUP_GRACE_SECS
@@ -178,25 +173,24 @@ def _is_stop_status(status: int) -> bool:
 class RouterHandle:
     """A running router: its URL, session control and shutdown. Also a context manager."""
 
-    def __init__(self, engine, args: RouterArgs):
+    def __init__(self, engine):
         self._engine = engine
-        self._admin_api_key = args.admin_api_key
         self.port: int = engine.port
         self.metrics_port: Optional[int] = engine.metrics_port
-        self.url: str = f"http://{_connect_host(args.host)}:{engine.port}"
+        self.url: str = engine.url
 
-    def finish_session(self, session_id: str) -> dict:
+    def finish_session(self, session_id: str) -> None:
         """Release a session (its worker slot frees up); unknown ids are a no-op."""
-        query = "session_id=" + urllib.parse.quote(session_id, safe="")
-        return self._request("POST", f"/finish_session?{query}", body=b"")
+        self._engine.finish_session(session_id)
 
     def sessions(self) -> Dict[str, int]:
-        """Active sessions per worker URL, from the router's `GET /sessions`."""
+        """Active sessions per worker URL (the router's `GET /sessions`)."""
         return self.session_stats()["active_by_worker"]
 
     def session_stats(self) -> dict:
-        """The router's whole `GET /sessions` answer (per-worker counts and totals)."""
-        return self._request("GET", "/sessions")
+        """Session counters: `active_by_worker`, `active_sessions`, `started`, `released`,
+        `expired`, `rebound`."""
+        return self._engine.session_stats()
 
     def is_running(self) -> bool:
         return self._engine.is_running()
@@ -214,28 +208,3 @@ class RouterHandle:
 
     def __exit__(self, *exc_info) -> None:
         self.shutdown()
-
-    def _request(self, method: str, path: str, body: Optional[bytes] = None) -> dict:
-        request = urllib.request.Request(self.url + path, data=body, method=method)
-        if self._admin_api_key:
-            request.add_header("Authorization", f"Bearer {self._admin_api_key}")
-        try:
-            with urllib.request.urlopen(request, timeout=_HTTP_TIMEOUT_SECS) as response:
-                payload = response.read()
-        except urllib.error.HTTPError as e:
-            detail = e.read().decode("utf-8", errors="replace")
-            raise RuntimeError(f"{method} {path} failed with HTTP {e.code}: {detail}") from None
-        except urllib.error.URLError as e:
-            raise RuntimeError(f"{method} {path} failed: {e.reason}") from None
-        return json.loads(payload) if payload else {}
-
-
-def _connect_host(bind_host: str) -> str:
-    """A host clients on this machine can connect to for a given bind address."""
-    if bind_host in ("", "0.0.0.0"):
-        return "127.0.0.1"
-    if bind_host == "::":
-        return "[::1]"
-    if ":" in bind_host and not bind_host.startswith("["):
-        return f"[{bind_host}]"
-    return bind_host

@@ -19,10 +19,13 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 from pathlib import Path
 from typing import List, Optional
 
-from . import EngineStartupError, startup_error
+from . import EngineStartupError, client_url, startup_error
 from .java_runtime import JavaRuntime, find_java
 
 ENGINE_MAIN_CLASS = "org.vllmrouter.host.Main"
@@ -31,6 +34,7 @@ ENGINE_JAR_NAME = "vllm-router-engine.jar"
 CHILD_POLL_INTERVAL_SECS = 0.02
 # Extra time for a graceful drain beyond what the engine bounds itself to.
 DEFAULT_STOP_TIMEOUT_SECS = 30.0
+ADMIN_HTTP_TIMEOUT_SECS = 10.0
 
 
 def engine_jar() -> Path:
@@ -94,13 +98,36 @@ def class_archive_path(java: JavaRuntime, jar: Path) -> Optional[Path]:
 class EngineProcess:
     """A running engine JVM. Create with `start_engine`."""
 
-    def __init__(self, process: subprocess.Popen, ready: dict):
+    def __init__(self, process: subprocess.Popen, ready: dict, config: dict):
         self._process = process
         self.port: int = ready["port"]
         self.metrics_port: Optional[int] = ready.get("metrics_port")
-        self.url: str = ready["url"]
+        # The ready line names the bind address; clients need one they can connect to.
+        self.url: str = client_url(config.get("host", "127.0.0.1"), self.port)
         self.pid: int = process.pid
+        self._admin_api_key: Optional[str] = config.get("admin_api_key")
         self._stop_requested = False
+
+    def finish_session(self, session_id: str) -> None:
+        """`POST /finish_session?session_id=...`; an unknown id is a no-op."""
+        self._admin_request("POST", "/finish_session?session_id=" + urllib.parse.quote(session_id, safe=""), b"")
+
+    def session_stats(self) -> dict:
+        """The router's `GET /sessions` answer."""
+        return json.loads(self._admin_request("GET", "/sessions"))
+
+    def _admin_request(self, method: str, path: str, body: Optional[bytes] = None) -> bytes:
+        request = urllib.request.Request(self.url + path, data=body, method=method)
+        if self._admin_api_key:
+            request.add_header("Authorization", f"Bearer {self._admin_api_key}")
+        try:
+            with urllib.request.urlopen(request, timeout=ADMIN_HTTP_TIMEOUT_SECS) as response:
+                return response.read()
+        except urllib.error.HTTPError as e:
+            detail = e.read().decode("utf-8", errors="replace")
+            raise RuntimeError(f"{method} {path} failed with HTTP {e.code}: {detail}") from None
+        except urllib.error.URLError as e:
+            raise RuntimeError(f"{method} {path} failed: {e.reason}") from None
 
     def is_running(self) -> bool:
         return self._process.poll() is None
@@ -148,6 +175,7 @@ def start_engine(config_json: str, startup_timeout: Optional[float] = None) -> E
     EngineStartupError (a RuntimeError) on any other failure, including the child dying first
     and `startup_timeout` seconds passing without a ready line.
     """
+    config = json.loads(config_json)
     java = find_java()
     jar = engine_jar()
     command = engine_command(java, jar, ["serve", "--config", "-"], class_cache=True)
@@ -178,7 +206,7 @@ def start_engine(config_json: str, startup_timeout: Optional[float] = None) -> E
     except BaseException:
         _terminate(process)
         raise
-    return EngineProcess(process, ready)
+    return EngineProcess(process, ready, config)
 
 
 def _read_engine_stdout(stdout, events: "queue.Queue[dict]") -> None:
