@@ -106,3 +106,18 @@ def test_launch_handle_in_a_training_loop(mock_workers):
             router.finish_session(trajectory)
         assert sum(router.sessions().values()) == 0
     assert not router.is_running()
+
+
+def test_demo_main_job_small(engine_jar, capsys):
+    """The README's main job, scaled down: every policy runs, sticky_least_loaded is sticky
+    and balanced."""
+    from vllm_router import demo
+
+    assert demo.main(["--sessions", "8", "--turns", "3", "--concurrency", "4"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line.split() for line in out.splitlines()
+            if line.split() and line.split()[0] in demo.DEFAULT_POLICIES}
+    assert set(rows) == set(demo.DEFAULT_POLICIES)
+    sticky = rows["sticky_least_loaded"]
+    assert sticky[1] == "2/2/2/2"  # sessions per worker
+    assert sticky[2] == "100%"  # stickiness
