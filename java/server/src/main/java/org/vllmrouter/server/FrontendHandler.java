@@ -38,6 +38,8 @@ final class FrontendHandler extends ChannelInboundHandlerAdapter {
     private boolean busy;
     private boolean keepAlive;
     private Exchange exchange;
+    private String method;
+    private String routeLabel;
 
     FrontendHandler(Router router) {
         this.router = router;
@@ -68,11 +70,18 @@ final class FrontendHandler extends ChannelInboundHandlerAdapter {
         busy = true;
         router.requestStarted();
         keepAlive = HttpUtil.isKeepAlive(request);
+        method = request.method().name();
+        routeLabel = Router.UNMATCHED;
         router.handle(this, request);
     }
 
     ChannelHandlerContext context() {
         return ctx;
+    }
+
+    /** The route template the current request matched, for the HTTP request metrics. */
+    void setRouteLabel(String routeLabel) {
+        this.routeLabel = routeLabel;
     }
 
     /** Registers the producer of the current response so a disconnect or writability change reaches it. */
@@ -90,12 +99,14 @@ final class FrontendHandler extends ChannelInboundHandlerAdapter {
 
     /** Writes a complete response and moves on to the next request. */
     void respond(FullHttpResponse response) {
+        router.recordHttp(routeLabel, method, response.status().code());
         applyConnectionHeader(response);
         ctx.writeAndFlush(response);
         complete();
     }
 
     void sendHead(HttpResponse head) {
+        router.recordHttp(routeLabel, method, head.status().code());
         applyConnectionHeader(head);
         ctx.write(head);
     }

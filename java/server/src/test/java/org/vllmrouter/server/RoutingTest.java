@@ -281,10 +281,21 @@ class RoutingTest {
                 "vllm_router_policy_decisions_total{policy=\"sticky_least_loaded\"", "vllm_router_worker_health",
                 "vllm_router_cb_state", "vllm_router_active_workers 3", "vllm_router_sticky_sessions_started_total",
                 "vllm_router_sticky_sessions_released_total", "vllm_router_sticky_sessions_rebound_total",
-                "vllm_router_sticky_sessions_expired_total")) {
+                "vllm_router_sticky_sessions_expired_total",
+                "vllm_router_http_requests_total{method=\"POST\",route=\"/v1/completions\",status_class=\"2xx\",status_code=\"200\"}")) {
             assertTrue(scrape.body().contains(name), name + " missing:\n" + scrape.body());
         }
         assertEquals(404, TestHttp.get("http://127.0.0.1:" + router.metricsPort() + "/other").statusCode());
+    }
+
+    @Test
+    void corsPreflightIsAnsweredByTheRouter() throws Exception {
+        HttpResponse<String> preflight = TestHttp.method("OPTIONS", base + "/v1/chat/completions", null,
+                "Origin", "http://example.org", "Access-Control-Request-Method", "POST");
+        assertEquals(200, preflight.statusCode());
+        assertEquals("*", preflight.headers().firstValue("access-control-allow-origin").orElseThrow());
+        HttpResponse<String> simple = TestHttp.get(base + "/liveness", "Origin", "http://example.org");
+        assertEquals("*", simple.headers().firstValue("access-control-allow-origin").orElseThrow());
     }
 
     /** Routing and releasing the same ids concurrently must leave counts that add up, and nothing after release. */
