@@ -100,6 +100,9 @@ final class FrontendHandler extends ChannelInboundHandlerAdapter {
     /** Writes a complete response and moves on to the next request. */
     void respond(FullHttpResponse response) {
         router.recordHttp(routeLabel, method, response.status().code());
+        if (!HttpUtil.isKeepAlive(response)) {
+            keepAlive = false;
+        }
         applyConnectionHeader(response);
         ctx.writeAndFlush(response);
         complete();

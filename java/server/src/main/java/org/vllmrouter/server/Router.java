@@ -295,7 +295,12 @@ final class Router {
         }
         String target = path.rawQuery().isEmpty() ? workerPath : workerPath + "?" + path.rawQuery();
         LoadBalancingPolicy policy = policies.policyFor(input.extraction().model());
-        proxy(front, request, route, target, Hop.forwardable(request.headers(), true),
+        HttpHeaders headers = Hop.forwardable(request.headers(), true);
+        if (!headers.contains(HttpHeaderNames.CONTENT_TYPE)) {
+            // The body was checked to be JSON; workers (FastAPI) need the type to read it.
+            headers.set(HttpHeaderNames.CONTENT_TYPE, "application/json");
+        }
+        proxy(front, request, route, target, headers,
                 selector(policy, input, WorkerRole.REGULAR), NO_AVAILABLE_WORKERS, admissionRelease, policy, retry);
     }
 
