@@ -210,6 +210,22 @@ class ResilienceTest {
     }
 
     @Test
+    void withoutWorkersTheRouterSaysSo() throws Exception {
+        try (RouterServer empty = Fixture.start(Fixture.base(List.of()))) {
+            HttpResponse<String> inference = TestHttp.post(empty.url() + "/v1/completions", "{\"prompt\":\"x\"}");
+            assertEquals(503, inference.statusCode());
+            assertEquals(Router.NO_AVAILABLE_WORKERS, inference.body());
+            HttpResponse<String> models = TestHttp.get(empty.url() + "/v1/models");
+            assertEquals(503, models.statusCode());
+            assertEquals("No workers are available", models.body());
+            assertEquals(503, TestHttp.get(empty.url() + "/readiness").statusCode());
+            assertEquals("not_ready", TestHttp.json(TestHttp.get(empty.url() + "/readiness")).get("status").asText());
+            assertEquals(200, TestHttp.get(empty.url() + "/health").statusCode());
+            assertEquals(503, TestHttp.post(empty.url() + "/tokenize", "{}").statusCode());
+        }
+    }
+
+    @Test
     void startupWaitGivesUpWithUpstreamsMessage() throws Exception {
         Map<String, Object> cfg = Fixture.base(List.of("http://127.0.0.1:1"));
         cfg.put("worker_startup_timeout_secs", 1);
