@@ -14,6 +14,8 @@ import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.handler.timeout.IdleStateEvent;
 import io.netty.util.ReferenceCountUtil;
 import java.util.ArrayDeque;
+import java.util.logging.Level;
+import java.util.logging.Logger;
 
 /**
  * The client side of one connection: takes aggregated requests one at a time (pipelined ones wait their turn, so
@@ -29,6 +31,7 @@ final class FrontendHandler extends ChannelInboundHandlerAdapter {
         void onClientWritable();
     }
 
+    private static final Logger LOG = Logger.getLogger(FrontendHandler.class.getName());
     /** Pipelined requests beyond this many stop reads until the queue drains. */
     private static final int MAX_QUEUED = 16;
 
@@ -72,7 +75,13 @@ final class FrontendHandler extends ChannelInboundHandlerAdapter {
         keepAlive = HttpUtil.isKeepAlive(request);
         method = request.method().name();
         routeLabel = Router.UNMATCHED;
-        router.handle(this, request);
+        try {
+            router.handle(this, request);
+        } catch (RuntimeException e) {
+            // A bug, not bad input: the request's state is unknown, so the connection goes (and its request with it).
+            LOG.log(Level.SEVERE, "Unexpected failure handling " + method + " " + request.uri(), e);
+            ctx.close();
+        }
     }
 
     ChannelHandlerContext context() {
