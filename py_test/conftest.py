@@ -1,8 +1,6 @@
 """Shared fixtures: the engine jar (required, never skipped) and one mock-worker process."""
 
-import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -26,24 +24,8 @@ def engine_jar():
 @pytest.fixture(scope="session")
 def mock_workers(engine_jar):
     """URLs of MOCK_WORKER_COUNT mock vLLM workers in one JVM, shared by the whole session."""
-    from vllm_router.bridge.java_runtime import find_java
-    from vllm_router.bridge.process import engine_command
+    from vllm_router.demo import MockWorkers
 
-    command = engine_command(find_java(), engine_jar,
-                             ["mock-worker", "--count", str(MOCK_WORKER_COUNT), "--lifeline"],
-                             class_cache=False)
-    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    line = process.stdout.readline()
-    try:
-        ready = json.loads(line)
-        assert ready.get("event") == "ready", ready
-    except (ValueError, AssertionError):
-        process.kill()
-        pytest.fail(f"mock workers did not start: {line!r}", pytrace=False)
-    yield ready["urls"]
-    process.stdin.close()  # lifeline: the workers exit on EOF
-    try:
-        process.wait(10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+    workers = MockWorkers(MOCK_WORKER_COUNT)
+    yield workers.urls
+    workers.close()

@@ -52,14 +52,14 @@ def engine_jar() -> Path:
 
 
 def engine_command(java: JavaRuntime, jar: Path, arguments: List[str],
-                   class_cache: bool = False) -> List[str]:
-    """The command line that runs `org.vllmrouter.host.Main <arguments>` from the engine jar.
+                   class_cache: bool = False, main_class: str = ENGINE_MAIN_CLASS) -> List[str]:
+    """The command line that runs `main_class <arguments>` from the engine jar.
 
     `class_cache` uses (and on first use records) the AOT class cache of the router engine;
     only `serve` uses it, so other commands never overwrite the router's cache.
     """
     return [java.executable, *jvm_options(java, jar, class_cache), "-cp", str(jar),
-            ENGINE_MAIN_CLASS, *arguments]
+            main_class, *arguments]
 
 
 def jvm_options(java: JavaRuntime, jar: Path, class_cache: bool) -> List[str]:
