@@ -1,5 +1,7 @@
 package org.vllmrouter.server;
 
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -190,9 +192,7 @@ final class PdRoutes {
         metrics.pdRequest(route, pair.prefill.url(), pair.decode.url());
         String host = URI.create(pair.prefill.baseUrl()).getHost();
         Integer port = pair.prefill.bootstrapPort();
-        long room = ThreadLocalRandom.current().nextLong(0, Long.MAX_VALUE);
-        String fields = "\"bootstrap_host\":" + quote(host) + ",\"bootstrap_port\":" + (port == null ? "null" : port)
-                + ",\"bootstrap_room\":" + room;
+        String fields = bootstrapFields(quote(host), port == null ? "null" : port.toString(), batchSize(request.content()));
         EventLoop loop = front.context().channel().eventLoop();
         Worker prefill = pair.prefill;
         HttpHeaders headers = Hop.forwardable(request.headers(), true);
@@ -218,6 +218,57 @@ final class PdRoutes {
                 splice(request.content(), fields), admissionRelease, start, policies.decodePolicy());
     }
 
+    /**
+     * {@code bootstrap_host/port/room} for one request, or, for a batch of n ({@code text} a list, or
+     * {@code input_ids} a list of lists), n-element lists of them with a fresh room per element.
+     */
+    static String bootstrapFields(String quotedHost, String port, int batch) {
+        ThreadLocalRandom random = ThreadLocalRandom.current();
+        if (batch < 0) {
+            return "\"bootstrap_host\":" + quotedHost + ",\"bootstrap_port\":" + port
+                    + ",\"bootstrap_room\":" + random.nextLong(0, Long.MAX_VALUE);
+        }
+        StringBuilder hosts = new StringBuilder("[");
+        StringBuilder ports = new StringBuilder("[");
+        StringBuilder rooms = new StringBuilder("[");
+        for (int i = 0; i < batch; i++) {
+            String sep = i == 0 ? "" : ",";
+            hosts.append(sep).append(quotedHost);
+            ports.append(sep).append(port);
+            rooms.append(sep).append(random.nextLong(0, Long.MAX_VALUE));
+        }
+        return "\"bootstrap_host\":" + hosts + "],\"bootstrap_port\":" + ports + "],\"bootstrap_room\":" + rooms + "]";
+    }
+
+    /** The batch size of an SGLang generate body, or -1 for a single request. */
+    static int batchSize(ByteBuf body) {
+        try (JsonParser p = Router.bodySource(body).open(Json.FACTORY)) {
+            if (p.nextToken() != JsonToken.START_OBJECT) {
+                return -1;
+            }
+            while (p.nextToken() == JsonToken.FIELD_NAME) {
+                String name = p.currentName();
+                JsonToken value = p.nextToken();
+                if (value == JsonToken.START_ARRAY && (name.equals("text") || name.equals("input_ids"))) {
+                    int elements = 0;
+                    boolean nested = false;
+                    JsonToken element;
+                    while ((element = p.nextToken()) != JsonToken.END_ARRAY && element != null) {
+                        nested |= element == JsonToken.START_ARRAY;
+                        p.skipChildren();
+                        elements++;
+                    }
+                    // A flat input_ids list is one tokenised prompt; a text list is a batch of prompts.
+                    return name.equals("text") || nested ? elements : -1;
+                }
+                p.skipChildren();
+            }
+        } catch (IOException e) {
+            return -1;
+        }
+        return -1;
+    }
+
     private void decode(FrontendHandler front, FullHttpRequest request, String route, String target, Worker decode,
                         HttpHeaders headers, ByteBuf body, Runnable admissionRelease, long start,
                         LoadBalancingPolicy decodePolicy) {
@@ -231,7 +282,12 @@ final class PdRoutes {
             used[0] = true;
             return decode;
         }, Router.NO_AVAILABLE_WORKERS, admissionRelease, decodePolicy, RetryPolicy.NONE,
-                (status, success, worker) -> metrics.pdDuration(route, (System.nanoTime() - start) / 1e9));
+                (status, success, worker) -> {
+                    metrics.pdDuration(route, (System.nanoTime() - start) / 1e9);
+                    if (!success) {
+                        metrics.pdDecodeFailed(decode.url());
+                    }
+                });
     }
 
     private void noWorkers(FrontendHandler front, FullHttpRequest request, Runnable admissionRelease) {

@@ -41,6 +41,7 @@ final class RouterMetrics {
     private final Counter pdDecode = counter("vllm_router_pd_decode_requests_total", "PD decode requests", "worker");
     private final Counter pdErrors = counter("vllm_router_pd_errors_total", "PD errors", "error_type");
     private final Counter pdPrefillErrors = counter("vllm_router_pd_prefill_errors_total", "PD prefill errors", "worker");
+    private final Counter pdDecodeErrors = counter("vllm_router_pd_decode_errors_total", "PD decode errors", "worker");
     private final Histogram pdDuration = histogram("vllm_router_pd_request_duration_seconds", "PD request duration", "route");
     private final Counter httpRequests = counter("vllm_router_http_requests_total", "HTTP requests",
             "route", "method", "status_code", "status_class");
@@ -145,6 +146,11 @@ final class RouterMetrics {
     void pdPrefillFailed(String prefillWorker, String errorType) {
         pdErrors.labelValues(errorType).inc();
         pdPrefillErrors.labelValues(prefillWorker).inc();
+    }
+
+    void pdDecodeFailed(String decodeWorker) {
+        pdErrors.labelValues("decode_error").inc();
+        pdDecodeErrors.labelValues(decodeWorker).inc();
     }
 
     void pdDuration(String route, double seconds) {

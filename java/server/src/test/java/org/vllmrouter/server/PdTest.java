@@ -105,6 +105,14 @@ class PdTest {
                 assertTrue(json.get("bootstrap_room").isNumber());
                 assertTrue(seen.bodyText().endsWith(",\"text\":\"hello\",\"sampling_params\":{\"max_new_tokens\":2}}"));
             }
+            mock.workers().forEach(MockWorker::clearCaptured);
+            HttpResponse<String> batch = TestHttp.post(router.url() + "/generate",
+                    "{\"text\":[\"a\",\"b\",\"c\"],\"sampling_params\":{\"max_new_tokens\":1}}");
+            assertEquals(200, batch.statusCode(), batch.body());
+            JsonNode batched = firstCaptured(2, 3).json();
+            assertEquals(3, batched.get("bootstrap_room").size());
+            assertEquals(3, batched.get("bootstrap_host").size());
+            assertEquals(8998, batched.get("bootstrap_port").get(2).asInt());
         }
     }
 
