@@ -24,6 +24,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.logging.Logger;
 import org.vllmrouter.core.config.RouterConfig;
@@ -150,35 +151,51 @@ final class PdRoutes {
         EventLoop loop = front.context().channel().eventLoop();
         Worker prefill = pair.prefill;
         prefill.incrementLoad();
-        ControlClient.send(loop, HttpMethod.POST, prefill.baseUrl(), target, withRank(stageHeaders, prefill), prefillBody,
-                        stageTimeout)
-                .whenComplete((reply, error) -> loop.execute(() -> {
-                    prefill.decrementLoad();
-                    boolean ok = error == null && reply.ok();
-                    prefill.circuitBreaker().recordOutcome(error == null && reply.status() < 500);
-                    policies.prefillPolicy().onComplete(prefill, ok);
-                    JsonNode kv = ok ? kvTransferParams(reply.body()) : null;
-                    if (!ok || kv == MissingJson.INVALID) {
-                        String detail = error != null ? "prefill request failed: " + error.getMessage()
-                                : !reply.ok() ? "prefill worker returned HTTP " + reply.status()
-                                : "prefill response is not JSON";
-                        metrics.pdPrefillFailed(prefill.url(), "prefill_error");
-                        request.release();
-                        admissionRelease.run();
-                        front.respond(Responses.text(front.context().alloc(), HttpResponseStatus.INTERNAL_SERVER_ERROR,
-                                "Request processing failed: " + detail));
-                        return;
-                    }
-                    if (!front.isActive()) {
-                        request.release();
-                        admissionRelease.run();
-                        return;
-                    }
-                    ByteBuf decodeBody = kv == null ? request.content().retain()
-                            : splice(request.content(), "\"kv_transfer_params\":" + kv);
-                    decode(front, request, route, target, pair.decode, withRank(stageHeaders, pair.decode), decodeBody,
-                            admissionRelease, start, policies.decodePolicy());
-                }));
+        CompletableFuture<ControlClient.Reply> prefillCall = ControlClient.send(loop, HttpMethod.POST,
+                prefill.baseUrl(), target, withRank(stageHeaders, prefill), prefillBody, stageTimeout);
+        front.setExchange(new FrontendHandler.Exchange() {
+            @Override
+            public void onClientGone() {
+                prefillCall.cancel(false);
+            }
+
+            @Override
+            public void onClientWritable() {
+            }
+        });
+        prefillCall.whenComplete((reply, error) -> loop.execute(() -> {
+            prefill.decrementLoad();
+            if (prefillCall.isCancelled()) {
+                policies.prefillPolicy().onComplete(prefill, false);
+                request.release();
+                admissionRelease.run();
+                return;
+            }
+            boolean ok = error == null && reply.ok();
+            prefill.circuitBreaker().recordOutcome(error == null && reply.status() < 500);
+            policies.prefillPolicy().onComplete(prefill, ok);
+            JsonNode kv = ok ? kvTransferParams(reply.body()) : null;
+            if (!ok || kv == MissingJson.INVALID) {
+                String detail = error != null ? "prefill request failed: " + error.getMessage()
+                        : !reply.ok() ? "prefill worker returned HTTP " + reply.status()
+                        : "prefill response is not JSON";
+                metrics.pdPrefillFailed(prefill.url(), "prefill_error");
+                request.release();
+                admissionRelease.run();
+                front.respond(Responses.text(front.context().alloc(), HttpResponseStatus.INTERNAL_SERVER_ERROR,
+                        "Request processing failed: " + detail));
+                return;
+            }
+            if (!front.isActive()) {
+                request.release();
+                admissionRelease.run();
+                return;
+            }
+            ByteBuf decodeBody = kv == null ? request.content().retain()
+                    : splice(request.content(), "\"kv_transfer_params\":" + kv);
+            decode(front, request, route, target, pair.decode, withRank(stageHeaders, pair.decode), decodeBody,
+                    admissionRelease, start, policies.decodePolicy());
+        }));
     }
 
     private void bootstrap(FrontendHandler front, FullHttpRequest request, String route, String target,

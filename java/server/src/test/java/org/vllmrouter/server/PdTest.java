@@ -91,6 +91,30 @@ class PdTest {
     }
 
     @Test
+    void clientLeavingDuringPrefillCancelsIt() throws Exception {
+        mock.worker(0).knobs().hang(true);
+        mock.worker(1).knobs().hang(true);
+        try (RouterServer router = Fixture.start(pdConfig("vllm_pd_disaggregation", null))) {
+            List<org.vllmrouter.core.worker.Worker> prefills = router.workers().all(
+                    org.vllmrouter.core.worker.WorkerRole.PREFILL);
+            String body = "{\"prompt\":\"leave early\",\"max_tokens\":2}";
+            try (java.net.Socket socket = new java.net.Socket("127.0.0.1", router.port())) {
+                socket.getOutputStream().write(("POST /v1/completions HTTP/1.1\r\nHost: x\r\nX-Session-ID: gone\r\n"
+                        + "Content-Type: application/json\r\nContent-Length: " + body.length() + "\r\n\r\n" + body)
+                        .getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+                assertTrue(ResilienceTest.eventually(() -> prefills.stream().mapToInt(w -> w.load()).sum() == 1));
+            }
+            assertTrue(ResilienceTest.eventually(() -> prefills.stream().mapToInt(w -> w.load()).sum() == 0));
+            assertTrue(ResilienceTest.eventually(() -> mock.worker(0).inFlight() + mock.worker(1).inFlight() == 0));
+            router.finishSession("gone");
+            assertEquals(0, router.sessionStats().activeSessions());
+        } finally {
+            mock.worker(0).knobs().hang(false);
+            mock.worker(1).knobs().hang(false);
+        }
+    }
+
+    @Test
     void bootstrapModeSendsBothWithBootstrapFields() throws Exception {
         mock.workers().forEach(MockWorker::clearCaptured);
         try (RouterServer router = Fixture.start(pdConfig("pd_disaggregation", 8998))) {
