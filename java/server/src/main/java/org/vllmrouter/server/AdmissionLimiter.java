@@ -81,10 +81,6 @@ final class AdmissionLimiter {
         }
     }
 
-    synchronized int queued() {
-        return waiters.size();
-    }
-
     private void refill(long now) {
         tokens = Math.min(capacity, tokens + (now - lastRefill) * ratePerNano);
         lastRefill = now;

@@ -156,7 +156,6 @@ final class Router {
 
     private void dispatch(FrontendHandler front, FullHttpRequest request, RequestPath path) {
         String key = path.routeKey();
-        HttpMethod method = request.method();
         String workerPath = INFERENCE_ROUTES.get(key);
         if (workerPath != null) {
             if (requireMethod(front, request, HttpMethod.POST)) {
