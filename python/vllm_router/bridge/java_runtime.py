@@ -36,7 +36,7 @@ def find_java() -> JavaRuntime:
     if explicit:
         # An explicit choice is never silently replaced by another runtime.
         executable = _executable_of(explicit)
-        major, problem = _inspect(executable)
+        major, problem = inspect_java(executable)
         if problem:
             raise JavaNotFoundError(
                 f"VLLM_ROUTER_JAVA={explicit} cannot run the router engine: {problem}"
@@ -44,7 +44,7 @@ def find_java() -> JavaRuntime:
         return JavaRuntime(executable, major, "VLLM_ROUTER_JAVA")
 
     for source, executable in _implicit_candidates(tried):
-        major, problem = _inspect(executable)
+        major, problem = inspect_java(executable)
         if problem is None:
             return JavaRuntime(executable, major, source)
         tried.append(f"{source} ({executable}): {problem}")
@@ -84,7 +84,7 @@ def _executable_of(path: str) -> str:
     return path
 
 
-def _inspect(executable: str) -> Tuple[Optional[int], Optional[str]]:
+def inspect_java(executable: str) -> Tuple[Optional[int], Optional[str]]:
     """(major version, why this executable cannot run the engine or None if it can)."""
     if not os.path.isfile(executable) or not os.access(executable, os.X_OK):
         return None, "not an executable file"

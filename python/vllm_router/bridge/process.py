@@ -9,7 +9,6 @@ Protocol (see ARCHITECTURE.md, "Process bridge protocol"):
 4. Logs go to stderr, which the child inherits, so a caller that redirected fd 2 captures them.
 """
 
-import hashlib
 import json
 import os
 import queue
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from . import EngineStartupError, client_url, startup_error
+from .class_cache import jvm_options as class_cache_options
 from .java_runtime import JavaRuntime, find_java
 
 ENGINE_MAIN_CLASS = "org.vllmrouter.host.Main"
@@ -55,8 +55,7 @@ def engine_command(java: JavaRuntime, jar: Path, arguments: List[str],
                    class_cache: bool = False, main_class: str = ENGINE_MAIN_CLASS) -> List[str]:
     """The command line that runs `main_class <arguments>` from the engine jar.
 
-    `class_cache` uses (and on first use records) the AOT class cache of the router engine;
-    only `serve` uses it, so other commands never overwrite the router's cache.
+    `class_cache` adds the AOT class cache, which is trained on `serve`: only `serve` uses it.
     """
     return [java.executable, *jvm_options(java, jar, class_cache), "-cp", str(jar),
             main_class, *arguments]
@@ -67,32 +66,11 @@ def jvm_options(java: JavaRuntime, jar: Path, class_cache: bool) -> List[str]:
     options = [
         # The router keeps little heap; the serial collector starts fastest and needs no threads.
         "-XX:+UseSerialGC",
-        "-Xss512k",
     ]
-    archive = class_archive_path(java, jar) if class_cache else None
-    if archive is not None:
-        # JDK 25's AOT cache (JEP 514): the first run records loaded and linked classes at exit,
-        # later runs start from them. Missing or stale caches are ignored by the JVM.
-        flag = "-XX:AOTCache=" if archive.exists() else "-XX:AOTCacheOutput="
-        options += [flag + str(archive), "-Xlog:aot=off", "-Xlog:cds=off"]
+    if class_cache:
+        options += class_cache_options(java, jar)
     options += shlex.split(os.environ.get("VLLM_ROUTER_JVM_OPTS", ""))
     return options
-
-
-def class_archive_path(java: JavaRuntime, jar: Path) -> Optional[Path]:
-    """Where the AOT cache for this (java, jar) pair lives, or None when not used."""
-    if java.major_version < 25 or os.environ.get("VLLM_ROUTER_AOT_CACHE", "1") == "0":
-        return None
-    stat = jar.stat()
-    key = f"{java.executable}|{java.major_version}|{jar.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
-    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-    cache_home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    directory = Path(cache_home) / "vllm-router-jvm"
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return None
-    return directory / f"engine-{digest}.aot"
 
 
 class EngineProcess:
