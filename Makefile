@@ -40,6 +40,6 @@ python-install-test: packaged-jar
 
 # The JVM's AOT class cache for the installed engine (about halves router start-up). Without
 # it the first router start builds it in the background; building it here keeps that out of
-# timed runs. Skipped, with a message, when the package has no engine.
+# timed runs. Skipped when the package has no engine (the tests then fail and say why).
 class-cache:
 	@if [ -f $(PACKAGED_JAR) ]; then $(PYTHON) -m vllm_router.bridge.class_cache; fi

@@ -17,8 +17,10 @@ def new_session_id() -> str:
 @pytest.fixture(scope="module")
 def trainer_router(mock_workers):
     """launch_router in a multiprocessing child, exactly as SkyRL's VLLMRouter does."""
+    # A 1 s start-up check interval (trainers set it too) keeps a slow first probe on a busy
+    # machine from costing the default 30 s.
     kwargs = dict(host="0.0.0.0", port=free_port(), policy="sticky_least_loaded",
-                  worker_urls=mock_workers)
+                  worker_urls=mock_workers, worker_startup_check_interval=1)
     args = RouterArgs(**kwargs)
     args.prometheus_port = free_port()  # trainers reserve and write back both ports
     process = multiprocessing.Process(target=launch_router, args=(args,), daemon=True,
@@ -91,7 +93,8 @@ def test_sigterm_stops_the_trainer_child_with_status_zero(trainer_router):
 
 def test_launch_handle_in_a_training_loop(mock_workers):
     """Router.launch(): a training loop starts the router and releases trajectories by calls."""
-    args = RouterArgs(port=0, prometheus_port=0, policy="sticky_least_loaded", worker_urls=mock_workers)
+    args = RouterArgs(port=0, prometheus_port=0, policy="sticky_least_loaded", worker_urls=mock_workers,
+                      worker_startup_check_interval=1)
     with Router.from_args(args).launch() as router:
         wait_healthy(router.url)
         trajectories = [new_session_id() for _ in range(len(mock_workers))]

@@ -1,6 +1,6 @@
 """The main job: a multi-turn agentic workload over mock vLLM workers, per routing policy.
 
-    python -m vllm_router.demo [--sessions 64] [--turns 6] [--concurrency 16] [--workers 4]
+    python -m vllm_router.demo [--sessions 48] [--turns 6] [--concurrency 16] [--workers 4]
 
 Starts mock vLLM workers (one JVM; each worker models a prefix cache, prefill/decode latency
 and a batch-size limit), then for each policy starts the router with `Router.launch()` and runs
@@ -85,8 +85,10 @@ def run_workload(router_url: str, sessions: int, turns: int, concurrency: int) -
 
 
 def run_policy(policy: str, worker_urls: List[str], sessions: int, turns: int, concurrency: int) -> dict:
+    # The workers are up already; a 1 s start-up check interval keeps a slow first health probe
+    # (cold JVM on a busy machine) from costing the default 30 s.
     args = RouterArgs(port=0, prometheus_port=0, policy=policy, worker_urls=worker_urls,
-                      log_level="warning")
+                      worker_startup_check_interval=1, log_level="warning")
     started = time.perf_counter()
     with Router.from_args(args).launch() as router:
         startup_ms = (time.perf_counter() - started) * 1000
@@ -125,7 +127,7 @@ def print_report(results: List[dict], worker_urls: List[str], sessions: int, tur
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m vllm_router.demo", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sessions", type=int, default=64)
+    parser.add_argument("--sessions", type=int, default=48)
     parser.add_argument("--turns", type=int, default=6)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--workers", type=int, default=4)

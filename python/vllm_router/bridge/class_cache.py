@@ -32,20 +32,22 @@ STALE_BUILD_SECS = 600
 TRAINING_READY_TIMEOUT_SECS = 120
 
 
-def cache_path(java: JavaRuntime, jar: Path) -> Optional[Path]:
-    """Where the cache for this runtime and jar lives; None when caching does not apply."""
+def cache_path(java: JavaRuntime, jar: Path, base_options: List[str]) -> Optional[Path]:
+    """Where the cache for this runtime, jar and JVM options lives (the JVM refuses a cache
+    made with other options); None when caching does not apply."""
     if java.major_version < MIN_JAVA_MAJOR_FOR_AOT_CACHE or os.environ.get("VLLM_ROUTER_AOT_CACHE", "1") == "0":
         return None
     stat = jar.stat()
-    key = f"{java.executable}|{java.major_version}|{jar.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
+    key = "|".join([java.executable, str(java.major_version), str(jar.resolve()), str(stat.st_size),
+                    str(stat.st_mtime_ns), *base_options])
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     cache_home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(cache_home) / "vllm-router-jvm" / f"engine-{digest}.aot"
 
 
-def jvm_options(java: JavaRuntime, jar: Path) -> List[str]:
+def jvm_options(java: JavaRuntime, jar: Path, base_options: List[str]) -> List[str]:
     """Options that use the cache when it exists; otherwise starts a builder in the background."""
-    path = cache_path(java, jar)
+    path = cache_path(java, jar, base_options)
     if path is None:
         return []
     if path.is_file():
@@ -72,7 +74,9 @@ def start_background_build(java: JavaRuntime, jar: Path, path: Path) -> None:
 
 def build(java: JavaRuntime, jar: Path) -> Optional[Path]:
     """Make the cache with a training run of `serve`; the cache path, or None if not applicable."""
-    path = cache_path(java, jar)
+    from .process import jvm_options as base_jvm_options  # process imports this module
+
+    path = cache_path(java, jar, base_jvm_options(java, jar, class_cache=False))
     if path is None:
         return None
     if path.is_file():
@@ -102,7 +106,7 @@ def build(java: JavaRuntime, jar: Path) -> Optional[Path]:
 
 def _training_run(java: JavaRuntime, jar: Path, output: Path) -> None:
     """Run `serve` once with -XX:AOTCacheOutput: start, answer a few requests, exit normally."""
-    from .process import engine_command  # process imports this module
+    from .process import engine_command
 
     command = engine_command(java, jar, ["serve", "--config", "-"])
     command[1:1] = [f"-XX:AOTCacheOutput={output}", *QUIET_AOT_LOGGING]

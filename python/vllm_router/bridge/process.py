@@ -66,10 +66,13 @@ def jvm_options(java: JavaRuntime, jar: Path, class_cache: bool) -> List[str]:
     options = [
         # The router keeps little heap; the serial collector starts fastest and needs no threads.
         "-XX:+UseSerialGC",
+        # Netty loads its native transport through System.loadLibrary; allow it without the
+        # JVM's four-line warning on every start.
+        "--enable-native-access=ALL-UNNAMED",
     ]
-    if class_cache:
-        options += class_cache_options(java, jar)
     options += shlex.split(os.environ.get("VLLM_ROUTER_JVM_OPTS", ""))
+    if class_cache:
+        options += class_cache_options(java, jar, options)
     return options
 
 
