@@ -64,7 +64,7 @@ public final class MockConfig {
         private String host = "127.0.0.1";
         private final List<Integer> ports = new ArrayList<>();
         private int ioThreads;
-        private final Knobs defaults = new Knobs();
+        private Knobs defaults = new Knobs();
         private final Map<Integer, List<Consumer<Knobs>>> perWorker = new TreeMap<>();
 
         private Builder() {}
@@ -98,6 +98,12 @@ public final class MockConfig {
 
         public Builder ioThreads(int n) {
             this.ioThreads = Math.max(0, n);
+            return this;
+        }
+
+        /** Replaces the knobs every worker starts from with a copy of {@code template}. */
+        public Builder defaults(Knobs template) {
+            this.defaults = template.copy();
             return this;
         }
 

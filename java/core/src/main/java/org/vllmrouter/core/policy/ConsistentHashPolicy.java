@@ -5,6 +5,7 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.UnaryOperator;
 import org.vllmrouter.core.config.PolicyNames;
 import org.vllmrouter.core.hash.FbiHash;
 import org.vllmrouter.core.worker.Worker;
@@ -47,10 +48,10 @@ public final class ConsistentHashPolicy implements LoadBalancingPolicy {
         return candidates.get(0);
     }
 
-    /** The URL a key maps to on the ring built from {@code urls}; for tests of key movement. */
-    static String ownerOf(List<String> urls, String key) {
+    /** Key -> owning URL on the ring built from {@code urls}; for tests of key movement. */
+    static UnaryOperator<String> ownerLookup(List<String> urls) {
         Ring r = build(urls);
-        return r.points.length == 0 ? null : r.owners[pointIndex(r, FbiHash.hash(key))];
+        return key -> r.points.length == 0 ? null : r.owners[pointIndex(r, FbiHash.hash(key))];
     }
 
     private static int pointIndex(Ring r, long hash) {

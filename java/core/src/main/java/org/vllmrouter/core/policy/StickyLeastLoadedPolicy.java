@@ -57,7 +57,7 @@ public final class StickyLeastLoadedPolicy implements LoadBalancingPolicy {
             // Reported below, like a negative value.
         }
         LOG.log(Level.WARNING, "SLL: ignoring {0}=''{1}'' (not a non-negative integer); using {2} s",
-                TTL_ENV, raw, DEFAULT_TTL_SECONDS);
+                TTL_ENV, raw, String.valueOf(DEFAULT_TTL_SECONDS));
         return DEFAULT_TTL_SECONDS;
     }
 
