@@ -23,7 +23,7 @@ import org.vllmrouter.core.worker.Worker;
  * state and each select is a prefix match plus an insert that mostly refreshes existing nodes.
  */
 @BenchmarkMode({Mode.AverageTime, Mode.Throughput})
-@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@OutputTimeUnit(TimeUnit.MICROSECONDS)
 @State(Scope.Benchmark)
 public class CacheAwareSelectBenchmark {
     static final int PROMPT_CHARS = 2048;

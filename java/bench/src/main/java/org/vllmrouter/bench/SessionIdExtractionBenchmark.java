@@ -22,7 +22,7 @@ import org.vllmrouter.core.session.SessionIdExtractor;
  * {@code header = true} it comes from X-Session-ID and the scan stops at {@code model}.
  */
 @BenchmarkMode({Mode.AverageTime, Mode.Throughput})
-@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@OutputTimeUnit(TimeUnit.MICROSECONDS)
 @State(Scope.Benchmark)
 public class SessionIdExtractionBenchmark {
     @Param({"2048", "65536"})

@@ -25,7 +25,7 @@ import org.vllmrouter.core.worker.Worker;
  * table stays at 1M).
  */
 @BenchmarkMode({Mode.AverageTime, Mode.Throughput})
-@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@OutputTimeUnit(TimeUnit.MICROSECONDS)
 @State(Scope.Benchmark)
 public class StickySelectBenchmark {
     @Param("1000000")
