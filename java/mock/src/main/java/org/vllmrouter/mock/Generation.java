@@ -276,6 +276,7 @@ final class Generation {
         u.put("output_tokens", completionTokens());
         u.put("total_tokens", promptTokens + completionTokens());
         finish(root);
+        worker.storeResponse(id, root);
         return root;
     }
 

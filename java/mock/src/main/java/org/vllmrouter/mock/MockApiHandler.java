@@ -41,6 +41,8 @@ final class MockApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
             "/inference/v1/generate", InferenceRequest.Kind.INFERENCE_GENERATE,
             "/v1/responses", InferenceRequest.Kind.RESPONSES);
 
+    private static final String STORED_RESPONSES = "/v1/responses/";
+
     private static final byte[] SSE_DONE = "data: [DONE]\n\n".getBytes(StandardCharsets.US_ASCII);
 
     private final MockWorker worker;
@@ -71,6 +73,8 @@ final class MockApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
             } else if (path.equals(Routes.CAPTURED) && method.equals(HttpMethod.DELETE)) {
                 worker.clearCaptured();
                 Replies.text(ctx, keepAlive, 200, "ok");
+            } else if (path.startsWith(STORED_RESPONSES) && path.length() > STORED_RESPONSES.length()) {
+                storedResponse(ctx, keepAlive, method, path.substring(STORED_RESPONSES.length()));
             } else if (Routes.INFERENCE.contains(path) || Routes.INFO.contains(path)
                     || Routes.CACHE.contains(path) || path.equals(Routes.CAPTURED)) {
                 Replies.error(ctx, keepAlive, 405, "Method Not Allowed", worker.id());
@@ -89,6 +93,29 @@ final class MockApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
             System.err.println("mock worker " + worker.id() + ": " + cause);
         }
         ctx.close();
+    }
+
+    /**
+     * {@code GET /v1/responses/{id}} and {@code POST /v1/responses/{id}/cancel}: only the worker
+     * that produced a response knows it (404 elsewhere), which is what a router's fan-out needs.
+     */
+    private void storedResponse(ChannelHandlerContext ctx, boolean keepAlive, HttpMethod method, String rest) {
+        boolean cancel = rest.endsWith("/cancel");
+        String id = cancel ? rest.substring(0, rest.length() - "/cancel".length()) : rest;
+        if (id.isEmpty() || id.contains("/")) {
+            Replies.error(ctx, keepAlive, 404, "Not Found: /v1/responses/" + rest, worker.id());
+            return;
+        }
+        if (!method.equals(cancel ? HttpMethod.POST : HttpMethod.GET)) {
+            Replies.error(ctx, keepAlive, 405, "Method Not Allowed", worker.id());
+            return;
+        }
+        ObjectNode stored = worker.storedResponse(id, cancel);
+        if (stored == null) {
+            Replies.error(ctx, keepAlive, 404, "Response with id '" + id + "' not found.", worker.id());
+            return;
+        }
+        Replies.json(ctx, keepAlive, 200, stored);
     }
 
     private void info(ChannelHandlerContext ctx, boolean keepAlive, String path) {

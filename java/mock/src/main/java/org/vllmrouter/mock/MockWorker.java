@@ -1,10 +1,13 @@
 package org.vllmrouter.mock;
 
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.netty.channel.Channel;
 import io.netty.channel.group.ChannelGroup;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -23,6 +26,13 @@ public final class MockWorker {
     private final AtomicInteger inFlight = new AtomicInteger();
     private final long startNanos = System.nanoTime();
     private final ChannelGroup connections;
+    /** Answers of {@code POST /v1/responses}, for {@code GET /v1/responses/{id}} (latest 1000). */
+    private final Map<String, ObjectNode> responses = new LinkedHashMap<>(64, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, ObjectNode> eldest) {
+            return size() > 1000;
+        }
+    };
     private volatile Channel listener;
     private volatile String host;
 
@@ -121,6 +131,22 @@ public final class MockWorker {
         while (captured.size() > limit) {
             captured.removeFirst();
         }
+    }
+
+    synchronized void storeResponse(String id, ObjectNode answer) {
+        responses.put(id, answer.deepCopy());
+    }
+
+    /** A copy of a stored {@code /v1/responses} answer, or null if this worker never produced it. */
+    synchronized ObjectNode storedResponse(String id, boolean cancel) {
+        ObjectNode r = responses.get(id);
+        if (r == null) {
+            return null;
+        }
+        if (cancel) {
+            r.put("status", "cancelled");
+        }
+        return r.deepCopy();
     }
 
     /** Counts an inference request and returns its 1-based ordinal (for fail-first-n). */

@@ -15,7 +15,6 @@ import java.util.Map;
 final class PrefixCache {
 
     private final Map<Long, Boolean> blocks = new LinkedHashMap<>(1024, 0.75f, true);
-    private long lookups;
     private long promptTokens;
     private long cachedTokens;
 
@@ -42,7 +41,6 @@ final class PrefixCache {
             blocks.remove(blocks.keySet().iterator().next());
         }
         int cached = hits * blockSize;
-        lookups++;
         promptTokens += tokens.length;
         cachedTokens += cached;
         return cached;
@@ -59,10 +57,6 @@ final class PrefixCache {
     /** Cached / prompt tokens over every lookup since start (0 before the first). */
     synchronized double hitRate() {
         return promptTokens == 0 ? 0.0 : (double) cachedTokens / promptTokens;
-    }
-
-    synchronized long lookups() {
-        return lookups;
     }
 
     private static long chain(long parent, int[] tokens, int from, int len) {

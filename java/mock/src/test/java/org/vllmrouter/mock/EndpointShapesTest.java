@@ -147,6 +147,12 @@ class EndpointShapesTest {
         assertEquals("completed", r.get("status").asText());
         assertEquals("ok", r.get("output").get(0).get("content").get(0).get("text").asText());
         assertTrue(r.get("usage").get("input_tokens").asInt() > 0);
+
+        String rid = r.get("id").asText();
+        assertEquals("completed", ok(Http.get(url + "/v1/responses/" + rid)).get("status").asText());
+        assertEquals("cancelled", ok(Http.post(url + "/v1/responses/" + rid + "/cancel", "")).get("status").asText());
+        assertEquals(404, Http.get(url + "/v1/responses/resp_unknown").statusCode());
+        assertEquals(405, Http.post(url + "/v1/responses/" + rid, "{}").statusCode());
     }
 
     @Test

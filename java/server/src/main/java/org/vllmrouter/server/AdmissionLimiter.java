@@ -59,7 +59,11 @@ final class AdmissionLimiter {
             }
         }
         if (retryAfter < 0) {
-            executor.execute(ticket::admitted);
+            if (executor.inEventLoop()) {
+                ticket.admitted();
+            } else {
+                executor.execute(ticket::admitted);
+            }
         } else {
             long secs = retryAfter;
             executor.execute(() -> ticket.rejected(429, secs));

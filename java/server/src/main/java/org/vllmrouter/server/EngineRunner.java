@@ -20,12 +20,17 @@ import org.vllmrouter.core.config.RouterConfig;
  * Logs go to stderr.
  */
 public final class EngineRunner {
+    private static final String LOG_FORMAT_PROPERTY = "java.util.logging.SimpleFormatter.format";
     private static final Logger LOG = Logger.getLogger(EngineRunner.class.getName());
 
     private EngineRunner() {}
 
     /** Returns the process exit code. */
     public static int serve(InputStream configSource, boolean stdinIsLifeline) {
+        if (System.getProperty(LOG_FORMAT_PROPERTY) == null) {
+            // One line per record on stderr, unless the launcher chose a format.
+            System.setProperty(LOG_FORMAT_PROPERTY, "%1$tF %1$tT %4$s %3$s: %5$s%6$s%n");
+        }
         PrintStream out = System.out;
         BufferedReader reader = new BufferedReader(new InputStreamReader(configSource, StandardCharsets.UTF_8));
         String json;

@@ -14,6 +14,8 @@ import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.handler.timeout.IdleStateEvent;
 import io.netty.util.ReferenceCountUtil;
 import java.util.ArrayDeque;
+import java.util.logging.Level;
+import java.util.logging.Logger;
 
 /**
  * The client side of one connection: takes aggregated requests one at a time (pipelined ones wait their turn, so
@@ -29,6 +31,7 @@ final class FrontendHandler extends ChannelInboundHandlerAdapter {
         void onClientWritable();
     }
 
+    private static final Logger LOG = Logger.getLogger(FrontendHandler.class.getName());
     /** Pipelined requests beyond this many stop reads until the queue drains. */
     private static final int MAX_QUEUED = 16;
 
@@ -38,6 +41,8 @@ final class FrontendHandler extends ChannelInboundHandlerAdapter {
     private boolean busy;
     private boolean keepAlive;
     private Exchange exchange;
+    private String method;
+    private String routeLabel;
 
     FrontendHandler(Router router) {
         this.router = router;
@@ -68,11 +73,24 @@ final class FrontendHandler extends ChannelInboundHandlerAdapter {
         busy = true;
         router.requestStarted();
         keepAlive = HttpUtil.isKeepAlive(request);
-        router.handle(this, request);
+        method = request.method().name();
+        routeLabel = Router.UNMATCHED;
+        try {
+            router.handle(this, request);
+        } catch (RuntimeException e) {
+            // A bug, not bad input: the request's state is unknown, so the connection goes (and its request with it).
+            LOG.log(Level.SEVERE, "Unexpected failure handling " + method + " " + request.uri(), e);
+            ctx.close();
+        }
     }
 
     ChannelHandlerContext context() {
         return ctx;
+    }
+
+    /** The route template the current request matched, for the HTTP request metrics. */
+    void setRouteLabel(String routeLabel) {
+        this.routeLabel = routeLabel;
     }
 
     /** Registers the producer of the current response so a disconnect or writability change reaches it. */
@@ -90,12 +108,17 @@ final class FrontendHandler extends ChannelInboundHandlerAdapter {
 
     /** Writes a complete response and moves on to the next request. */
     void respond(FullHttpResponse response) {
+        router.recordHttp(routeLabel, method, response.status().code());
+        if (!HttpUtil.isKeepAlive(response)) {
+            keepAlive = false;
+        }
         applyConnectionHeader(response);
         ctx.writeAndFlush(response);
         complete();
     }
 
     void sendHead(HttpResponse head) {
+        router.recordHttp(routeLabel, method, head.status().code());
         applyConnectionHeader(head);
         ctx.write(head);
     }

@@ -230,8 +230,8 @@ final class PdRoutes {
             }
             used[0] = true;
             return decode;
-        }, Router.NO_AVAILABLE_WORKERS, admissionRelease, decodePolicy, RetryPolicy.NONE);
-        metrics.pdDuration(route, (System.nanoTime() - start) / 1e9);
+        }, Router.NO_AVAILABLE_WORKERS, admissionRelease, decodePolicy, RetryPolicy.NONE,
+                (status, success, worker) -> metrics.pdDuration(route, (System.nanoTime() - start) / 1e9));
     }
 
     private void noWorkers(FrontendHandler front, FullHttpRequest request, Runnable admissionRelease) {

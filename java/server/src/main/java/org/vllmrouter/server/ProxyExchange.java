@@ -50,6 +50,7 @@ final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Ex
     }
 
     static final String DP_RANK_HEADER = "X-data-parallel-rank";
+    private static final int MAX_STALE_CONNECTIONS = 3;
 
     private final ProxyContext context;
     private final FrontendHandler front;
@@ -74,6 +75,9 @@ final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Ex
     private int relayedStatus;
     private Worker lastWorker;
     private final Set<Worker> unreachable = new HashSet<>(2);
+    /** The current connection served an earlier exchange, so the worker may have closed it while it sat idle. */
+    private boolean reusedConnection;
+    private int staleConnections;
     private ScheduledFuture<?> timeout;
 
     /**
@@ -140,6 +144,7 @@ final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Ex
             return;
         }
         backend = channel;
+        reusedConnection = WorkerPools.wasUsed(channel);
         BackendHandler.attach(channel, this);
         FullHttpRequest request = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, method, target, body.retainedDuplicate());
         request.headers().set(headers);
@@ -151,9 +156,24 @@ final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Ex
         channel.writeAndFlush(request).addListener((ChannelFutureListener) w -> {
             if (!w.isSuccess() && backend == w.channel()) {
                 dropBackend();
-                attemptFailed("Request failed: " + describe(w.cause()));
+                connectionLost(w.cause());
             }
         });
+    }
+
+    /**
+     * The worker connection failed before any answer. A pooled connection the worker closed while idle is replaced
+     * on the spot (the request never reached the worker, so neither the attempt nor the worker's health counts it);
+     * anything else is a failed attempt.
+     */
+    private void connectionLost(Throwable cause) {
+        Worker chosen = worker;
+        if (reusedConnection && chosen != null && staleConnections < MAX_STALE_CONNECTIONS) {
+            staleConnections++;
+            context.pools().acquire(loop, chosen.baseUrl()).addListener((Future<Channel> f) -> onAcquired(f, chosen));
+        } else {
+            attemptFailed("Request failed: " + describe(cause));
+        }
     }
 
     @Override
@@ -233,7 +253,7 @@ final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Ex
             releaseWorker(false);
             retryLater();
         } else {
-            attemptFailed("Request failed: " + describe(cause));
+            connectionLost(cause);
         }
     }
 

@@ -87,6 +87,9 @@ record RequestPath(String rawPath, String rawQuery, String path, String routeKey
     }
 
     private static String decodePath(String raw) throws InvalidPathException {
+        if (plainAscii(raw)) {
+            return raw;
+        }
         ByteArrayOutputStream bytes = new ByteArrayOutputStream(raw.length());
         for (int i = 0; i < raw.length(); i++) {
             char c = raw.charAt(i);
@@ -121,5 +124,16 @@ record RequestPath(String rawPath, String rawQuery, String path, String routeKey
         } catch (CharacterCodingException e) {
             throw new InvalidPathException("Invalid request path: percent-encoding is not valid UTF-8");
         }
+    }
+
+    /** The common case: printable ASCII without escapes or backslashes decodes to itself. */
+    private static boolean plainAscii(String raw) {
+        for (int i = 0; i < raw.length(); i++) {
+            char c = raw.charAt(i);
+            if (c <= 0x20 || c >= 0x7f || c == '%' || c == '\\') {
+                return false;
+            }
+        }
+        return true;
     }
 }

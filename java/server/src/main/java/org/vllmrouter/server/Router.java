@@ -33,6 +33,8 @@ import org.vllmrouter.core.worker.WorkerRole;
  * per connection; one instance serves every connection.
  */
 final class Router {
+    /** Route label of requests that matched no route of the router's own (the proxy fallback, bad paths). */
+    static final String UNMATCHED = "unmatched";
     static final String NO_AVAILABLE_WORKERS = "No available workers (all circuits open or unhealthy)";
 
     /** Inference routes: session-aware worker selection, limiter, retries. Value = path on the worker. */
@@ -96,6 +98,10 @@ final class Router {
         return inFlight.get();
     }
 
+    void recordHttp(String route, String method, int status) {
+        metrics.httpRequest(route, method, status);
+    }
+
     void startDraining() {
         draining = true;
     }
@@ -118,6 +124,7 @@ final class Router {
             front.respond(Responses.jsonError(front.context().alloc(), HttpResponseStatus.BAD_REQUEST, e.getMessage()));
             return;
         }
+        front.setRouteLabel(routeLabel(path.routeKey()));
         boolean adminRoute = ADMIN_ROUTES.contains(path.routeKey());
         if (adminRoute && !auth.adminOpen()) {
             // The admin key stands in for inbound key validation on admin routes: one Authorization header each.
@@ -192,6 +199,14 @@ final class Router {
                 }
             }
         }
+    }
+
+    private static String routeLabel(String key) {
+        if (INFERENCE_ROUTES.containsKey(key) || FIRST_WORKER_GETS.contains(key) || ADMIN_ROUTES.contains(key)
+                || key.equals("/health") || key.equals("/liveness") || key.equals("/readiness")) {
+            return key;
+        }
+        return key.startsWith("/v1/responses/") ? "/v1/responses/{response_id}" : UNMATCHED;
     }
 
     /** Answers 405 (as axum does for a known path) unless the method matches; true when it does. */
@@ -280,7 +295,12 @@ final class Router {
         }
         String target = path.rawQuery().isEmpty() ? workerPath : workerPath + "?" + path.rawQuery();
         LoadBalancingPolicy policy = policies.policyFor(input.extraction().model());
-        proxy(front, request, route, target, Hop.forwardable(request.headers(), true),
+        HttpHeaders headers = Hop.forwardable(request.headers(), true);
+        if (!headers.contains(HttpHeaderNames.CONTENT_TYPE)) {
+            // The body was checked to be JSON; workers (FastAPI) need the type to read it.
+            headers.set(HttpHeaderNames.CONTENT_TYPE, "application/json");
+        }
+        proxy(front, request, route, target, headers,
                 selector(policy, input, WorkerRole.REGULAR), NO_AVAILABLE_WORKERS, admissionRelease, policy, retry);
     }
 
@@ -351,10 +371,20 @@ final class Router {
         };
     }
 
-    /** Proxies {@code request}'s body to the worker chosen per attempt; takes ownership of {@code request}. */
     void proxy(FrontendHandler front, FullHttpRequest request, String route, String target, HttpHeaders headers,
                ProxyExchange.Selector selector, String noWorkerMessage, Runnable admissionRelease,
                LoadBalancingPolicy policy, RetryPolicy retryPolicy) {
+        proxy(front, request, route, target, headers, selector, noWorkerMessage, admissionRelease, policy, retryPolicy,
+                (status, success, worker) -> {});
+    }
+
+    /**
+     * Proxies {@code request}'s body to the worker chosen per attempt; takes ownership of {@code request}.
+     * {@code alsoOnCompletion} hears the end of the exchange after the route metrics are recorded.
+     */
+    void proxy(FrontendHandler front, FullHttpRequest request, String route, String target, HttpHeaders headers,
+               ProxyExchange.Selector selector, String noWorkerMessage, Runnable admissionRelease,
+               LoadBalancingPolicy policy, RetryPolicy retryPolicy, ProxyExchange.Completion alsoOnCompletion) {
         ByteBuf body = request.content().retain();
         HttpMethod method = request.method();
         request.release();
@@ -374,6 +404,7 @@ final class Router {
                     } else {
                         metrics.requestFailed(route, status >= 500 ? "http_" + status : "non_retryable_error");
                     }
+                    alsoOnCompletion.completed(status, success, worker);
                 }).start();
     }
 

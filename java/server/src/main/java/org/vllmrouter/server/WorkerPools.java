@@ -21,9 +21,13 @@ import java.util.concurrent.TimeUnit;
  * its client connection from start to finish. Each pooled channel carries a {@link BackendHandler}.
  */
 final class WorkerPools implements AutoCloseable {
-    /** Upstream's idle-pool timeout: an unused worker connection is closed after this long. */
-    private static final int IDLE_CLOSE_SECS = 50;
+    /**
+     * An unused worker connection is closed after this long: just under uvicorn's (vLLM's server) 5 s keep-alive,
+     * so the router, not the worker, normally ends idle connections and a request rarely meets one closing.
+     */
+    private static final int IDLE_CLOSE_SECS = 4;
     private static final AttributeKey<ChannelPool> POOL = AttributeKey.valueOf("vllm-router.worker-pool");
+    private static final AttributeKey<Boolean> USED = AttributeKey.valueOf("vllm-router.worker-connection-used");
 
     private final ConcurrentHashMap<EventLoop, PoolsOfLoop> byLoop = new ConcurrentHashMap<>();
 
@@ -33,12 +37,18 @@ final class WorkerPools implements AutoCloseable {
 
     /** Returns a channel whose exchange ended cleanly (response fully read, keep-alive) to its pool. */
     static void release(Channel channel) {
+        channel.attr(USED).set(Boolean.TRUE);
         ChannelPool pool = channel.attr(POOL).get();
         if (pool != null) {
             pool.release(channel);
         } else {
             channel.close();
         }
+    }
+
+    /** Whether the connection already carried an exchange before the current one. */
+    static boolean wasUsed(Channel channel) {
+        return Boolean.TRUE.equals(channel.attr(USED).get());
     }
 
     @Override

@@ -89,6 +89,22 @@ class AdminTest {
     }
 
     @Test
+    void inboundKeysAreCheckedAgainstValidationUrls() throws Exception {
+        MockWorker validator = mock.worker(2);
+        Map<String, Object> cfg = Fixture.base(List.of(mock.urls().get(0)));
+        cfg.put("api_key", "worker-key");
+        cfg.put("api_key_validation_urls", List.of("http://127.0.0.1:1/unreachable", validator.url() + "/v1/models"));
+        try (RouterServer guarded = Fixture.start(cfg)) {
+            HttpResponse<String> none = TestHttp.get(guarded.url() + "/liveness");
+            assertEquals(401, none.statusCode());
+            assertEquals(Auth.INVALID_API_KEY, none.body());
+            assertEquals(401, TestHttp.get(guarded.url() + "/liveness", "Authorization", "Bearer wrong").statusCode());
+            assertEquals(200, TestHttp.get(guarded.url() + "/liveness", "Authorization", "Bearer worker-key").statusCode());
+            assertEquals(200, TestHttp.get(guarded.url() + "/liveness", "Authorization", "Bearer worker-key").statusCode());
+        }
+    }
+
+    @Test
     void workerManagement() throws Exception {
         String third = mock.urls().get(2);
         JsonNode listed = TestHttp.json(TestHttp.get(base + "/list_workers", AUTH));

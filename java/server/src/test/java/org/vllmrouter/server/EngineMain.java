@@ -5,6 +5,6 @@ public final class EngineMain {
     private EngineMain() {}
 
     public static void main(String[] args) {
-        System.exit(EngineRunner.serve(System.in, args.length > 0 && args[0].equals("--lifeline")));
+        System.exit(EngineRunner.serve(System.in, false));
     }
 }

@@ -6,6 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.BufferedReader;
+import java.io.ByteArrayOutputStream;
+import java.io.PipedInputStream;
+import java.io.PipedOutputStream;
+import java.io.PrintStream;
 import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.net.ServerSocket;
@@ -23,7 +27,10 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.vllmrouter.mock.MockConfig;
 import org.vllmrouter.mock.MockWorkers;
 
-/** The engine-process protocol in a child JVM: ready/error line, exit codes, SIGTERM and lifeline drains. */
+/**
+ * The engine-process protocol: ready/error line and exit codes in-process, the SIGTERM drain in a child JVM
+ * (signals and exit status need a process of their own).
+ */
 @ExtendWith(NoLeaks.class)
 class EngineRunnerTest {
     static MockWorkers mock;
@@ -38,10 +45,11 @@ class EngineRunnerTest {
         mock.close();
     }
 
-    private static Process spawn(boolean lifeline) throws Exception {
+    private static Process spawn() throws Exception {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        ProcessBuilder pb = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"),
-                EngineMain.class.getName(), lifeline ? "--lifeline" : "--no-lifeline");
+        ProcessBuilder pb = new ProcessBuilder(java, "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp",
+                System.getProperty("java.class.path"),
+                EngineMain.class.getName());
         pb.redirectError(ProcessBuilder.Redirect.DISCARD);
         return pb.start();
     }
@@ -53,21 +61,18 @@ class EngineRunnerTest {
         return TestHttp.JSON.readTree(line);
     }
 
-    private static void send(Process p, String config, boolean close) throws Exception {
-        OutputStream in = p.getOutputStream();
-        in.write((config + "\n").getBytes(StandardCharsets.UTF_8));
-        in.flush();
-        if (close) {
-            in.close();
+    private static void send(Process p, String config) throws Exception {
+        try (OutputStream in = p.getOutputStream()) {
+            in.write((config + "\n").getBytes(StandardCharsets.UTF_8));
         }
     }
 
     @Test
     void sigtermDrainsInFlightRequestsAndExitsZero() throws Exception {
         mock.worker(0).knobs().slowStreamMs(150);
-        Process p = spawn(false);
+        Process p = spawn();
         try {
-            send(p, TestHttp.JSON.writeValueAsString(Fixture.base(mock.urls())), true);
+            send(p, TestHttp.JSON.writeValueAsString(Fixture.base(mock.urls())));
             JsonNode ready = firstLine(p);
             assertEquals("ready", ready.get("event").asText(), ready.toString());
             assertNotEquals(0, ready.get("port").asInt());
@@ -96,40 +101,76 @@ class EngineRunnerTest {
 
     @Test
     void lifelineEofStopsTheEngine() throws Exception {
-        Process p = spawn(true);
+        PipedOutputStream stdin = new PipedOutputStream();
+        PipedInputStream engineIn = new PipedInputStream(stdin);
+        CapturedStdout stdout = new CapturedStdout();
+        CompletableFuture<Integer> exit = CompletableFuture.supplyAsync(() -> EngineRunner.serve(engineIn, true));
         try {
-            send(p, TestHttp.JSON.writeValueAsString(Fixture.base(mock.urls())), false);
-            JsonNode ready = firstLine(p);
+            stdin.write((TestHttp.JSON.writeValueAsString(Fixture.base(mock.urls())) + "\n").getBytes(StandardCharsets.UTF_8));
+            stdin.flush();
+            assertTrue(ResilienceTest.eventually(() -> !stdout.text().isEmpty()));
+            JsonNode ready = TestHttp.JSON.readTree(stdout.text());
             assertEquals("ready", ready.get("event").asText());
             assertEquals(200, TestHttp.get(ready.get("url").asText() + "/health").statusCode());
-            p.getOutputStream().close();
-            assertTrue(p.waitFor(30, TimeUnit.SECONDS));
-            assertEquals(0, p.exitValue());
+            stdin.close();
+            assertEquals(0, exit.get(30, TimeUnit.SECONDS));
         } finally {
-            p.destroyForcibly();
+            stdout.restore();
         }
     }
 
     @Test
     void configErrorsAndBindFailuresPrintAnErrorLine() throws Exception {
-        Process invalid = spawn(false);
-        send(invalid, "{\"policy\":\"nope\",\"port\":0,\"prometheus_port\":0}", true);
-        JsonNode error = firstLine(invalid);
+        CapturedStdout stdout = new CapturedStdout();
+        int invalid;
+        try {
+            invalid = EngineRunner.serve(stream("{\"policy\":\"nope\",\"port\":0,\"prometheus_port\":0}"), false);
+        } finally {
+            stdout.restore();
+        }
+        JsonNode error = TestHttp.JSON.readTree(stdout.text());
         assertEquals("error", error.get("event").asText());
         assertTrue(error.get("message").asText().contains("nope"), error.toString());
-        assertTrue(invalid.waitFor(30, TimeUnit.SECONDS));
-        assertNotEquals(0, invalid.exitValue());
+        assertNotEquals(0, invalid);
 
         try (ServerSocket taken = new ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
             Map<String, Object> cfg = Fixture.base(List.of());
             cfg.put("port", taken.getLocalPort());
-            Process clash = spawn(false);
-            send(clash, TestHttp.JSON.writeValueAsString(cfg), true);
-            JsonNode bindError = firstLine(clash);
+            CapturedStdout clashOut = new CapturedStdout();
+            int clash;
+            try {
+                clash = EngineRunner.serve(stream(TestHttp.JSON.writeValueAsString(cfg)), false);
+            } finally {
+                clashOut.restore();
+            }
+            JsonNode bindError = TestHttp.JSON.readTree(clashOut.text());
             assertEquals("error", bindError.get("event").asText());
             assertTrue(bindError.get("message").asText().contains(Integer.toString(taken.getLocalPort())));
-            assertTrue(clash.waitFor(30, TimeUnit.SECONDS));
-            assertNotEquals(0, clash.exitValue());
+            assertNotEquals(0, clash);
+        }
+    }
+
+    private static java.io.InputStream stream(String text) {
+        return new java.io.ByteArrayInputStream(text.getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** Swaps System.out for a buffer while an in-process engine prints its protocol line. */
+    private static final class CapturedStdout {
+        private final PrintStream original = System.out;
+        private final ByteArrayOutputStream buffer = new ByteArrayOutputStream();
+
+        CapturedStdout() {
+            System.setOut(new PrintStream(buffer, true, StandardCharsets.UTF_8));
+        }
+
+        String text() {
+            synchronized (buffer) {
+                return buffer.toString(StandardCharsets.UTF_8).trim();
+            }
+        }
+
+        void restore() {
+            System.setOut(original);
         }
     }
 }

@@ -108,6 +108,36 @@ class PdTest {
         }
     }
 
+    @Test
+    void dataParallelRanksAreSeparateReplicas() throws Exception {
+        MockWorker worker = mock.worker(0);
+        worker.clearCaptured();
+        Map<String, Object> cfg = Fixture.base(List.of(worker.url()));
+        cfg.put("intra_node_data_parallel_size", 2);
+        try (RouterServer router = Fixture.start(cfg)) {
+            JsonNode listed = TestHttp.json(TestHttp.get(router.url() + "/list_workers"));
+            assertEquals(List.of(worker.url() + "@0", worker.url() + "@1"),
+                    List.of(listed.get("urls").get(0).asText(), listed.get("urls").get(1).asText()));
+            for (int s = 0; s < 2; s++) {
+                for (int turn = 0; turn < 2; turn++) {
+                    assertEquals(200, TestHttp.post(router.url() + "/v1/completions",
+                            "{\"prompt\":\"dp-" + s + " " + turn + "\"}", "X-Session-ID", "dp-" + s).statusCode());
+                }
+            }
+            Set<String> ranks = new HashSet<>();
+            for (CapturedRequest c : worker.captured("/v1/completions")) {
+                ranks.add(c.header("x-data-parallel-rank"));
+            }
+            assertEquals(Set.of("0", "1"), ranks);
+            assertEquals(1, router.sessionStats().activeByWorker().get(worker.url() + "@0"));
+            assertEquals(1, router.sessionStats().activeByWorker().get(worker.url() + "@1"));
+            router.finishSession("dp-0");
+            router.finishSession("dp-1");
+            assertEquals(200, TestHttp.post(router.url() + "/remove_worker?url=" + worker.url(), "").statusCode());
+            assertEquals(0, TestHttp.json(TestHttp.get(router.url() + "/list_workers")).get("urls").size());
+        }
+    }
+
     private static Set<String> workersThatSaw(String marker, int... indexes) {
         Set<String> ids = new HashSet<>();
         for (int i : indexes) {

@@ -128,6 +128,14 @@ class ResilienceTest {
                 }
                 MockWorker victim = own.worker(0);
                 victim.crash();
+                assertTrue(eventually(() -> {
+                    try {
+                        HttpResponse<String> health = TestHttp.get(router.url() + "/health");
+                        return health.statusCode() == 503 && health.body().contains(victim.url());
+                    } catch (Exception e) {
+                        return false;
+                    }
+                }), "the health checker marks the dead worker");
                 for (int s = 0; s < 4; s++) {
                     HttpResponse<String> r = TestHttp.post(router.url() + "/v1/completions", "{\"prompt\":\"b\"}",
                             "X-Session-ID", "k" + s);
@@ -186,6 +194,45 @@ class ResilienceTest {
             assertEquals(1, router.sessionStats().activeSessions());
             router.finishSession("held");
         }
+    }
+
+    @Test
+    void requestTimeoutAnswers504AndReleasesTheWorker() throws Exception {
+        MockWorker slow = mock.worker(2);
+        slow.knobs().hang(true);
+        Map<String, Object> cfg = Fixture.base(List.of(slow.url()));
+        cfg.put("request_timeout_secs", 1);
+        try (RouterServer router = Fixture.start(cfg)) {
+            HttpResponse<String> r = TestHttp.post(router.url() + "/v1/completions", "{\"prompt\":\"x\"}");
+            assertEquals(504, r.statusCode(), r.body());
+            assertTrue(eventually(() -> router.workers().all().get(0).load() == 0));
+        }
+    }
+
+    @Test
+    void withoutWorkersTheRouterSaysSo() throws Exception {
+        try (RouterServer empty = Fixture.start(Fixture.base(List.of()))) {
+            HttpResponse<String> inference = TestHttp.post(empty.url() + "/v1/completions", "{\"prompt\":\"x\"}");
+            assertEquals(503, inference.statusCode());
+            assertEquals(Router.NO_AVAILABLE_WORKERS, inference.body());
+            HttpResponse<String> models = TestHttp.get(empty.url() + "/v1/models");
+            assertEquals(503, models.statusCode());
+            assertEquals("No workers are available", models.body());
+            assertEquals(503, TestHttp.get(empty.url() + "/readiness").statusCode());
+            assertEquals("not_ready", TestHttp.json(TestHttp.get(empty.url() + "/readiness")).get("status").asText());
+            assertEquals(200, TestHttp.get(empty.url() + "/health").statusCode());
+            assertEquals(503, TestHttp.post(empty.url() + "/tokenize", "{}").statusCode());
+        }
+    }
+
+    @Test
+    void startupWaitGivesUpWithUpstreamsMessage() throws Exception {
+        Map<String, Object> cfg = Fixture.base(List.of("http://127.0.0.1:1"));
+        cfg.put("worker_startup_timeout_secs", 1);
+        RouterStartException e = org.junit.jupiter.api.Assertions.assertThrows(RouterStartException.class,
+                () -> Fixture.start(cfg));
+        assertTrue(e.getMessage().startsWith("Timeout 1s waiting for hosts [\"http://127.0.0.1:1\"] to become healthy."),
+                e.getMessage());
     }
 
     /** Sends one request with a session id that the hanging worker never answers; the caller closes the socket. */

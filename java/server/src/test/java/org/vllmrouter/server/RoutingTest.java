@@ -262,9 +262,47 @@ class RoutingTest {
     }
 
     @Test
+    void everyInferenceRouteReachesItsWorkerPath() throws Exception {
+        Map<String, String> workerPathOf = Map.of(
+                "/v1/completions", "/v1/completions",
+                "/v1/chat/completions", "/v1/chat/completions",
+                "/v1/embeddings", "/v1/embeddings",
+                "/v1/rerank", "/v1/rerank",
+                "/rerank", "/v1/rerank",
+                "/v1/responses", "/v1/responses",
+                "/generate", "/generate",
+                "/inference/v1/generate", "/inference/v1/generate");
+        String body = "{\"model\":\"m\",\"prompt\":\"p\",\"input\":\"i\",\"text\":\"t\",\"query\":\"q\","
+                + "\"documents\":[\"a\",\"b\"],\"messages\":[{\"role\":\"user\",\"content\":\"c\"}],"
+                + "\"token_ids\":[1,2,3],\"sampling_params\":{\"max_tokens\":2},\"max_tokens\":2}";
+        for (Map.Entry<String, String> route : workerPathOf.entrySet()) {
+            mock.workers().forEach(MockWorker::clearCaptured);
+            HttpResponse<String> r = TestHttp.post(base + route.getKey(), body);
+            assertEquals(200, r.statusCode(), route.getKey() + ": " + r.body());
+            assertEquals(body, lastCaptured(route.getValue()).bodyText(), route.getKey());
+        }
+    }
+
+    @Test
+    void pipelinedRequestsAreAnsweredInOrder() throws Exception {
+        String one = "{\"prompt\":\"first\"}";
+        String request = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nRequest-Id: %s\r\nContent-Type: application/json\r\n"
+                + "Content-Length: " + one.length() + "\r\n%s\r\n" + one;
+        String raw = TestHttp.rawUntilClosed(router.port(), request.formatted("pipe-1", "")
+                + "GET /liveness HTTP/1.1\r\nHost: x\r\nRequest-Id: pipe-2\r\n\r\n"
+                + request.formatted("pipe-3", "Connection: close\r\n"));
+        int first = raw.indexOf("x-request-id: pipe-1");
+        int second = raw.indexOf("x-request-id: pipe-2");
+        int third = raw.indexOf("x-request-id: pipe-3");
+        assertTrue(first >= 0 && first < second && second < third, raw);
+    }
+
+    @Test
     void firstWorkerGetsAndMethodChecks() throws Exception {
         assertEquals(200, TestHttp.get(base + "/v1/models").statusCode());
         assertEquals(200, TestHttp.get(base + "/get_server_info").statusCode());
+        assertEquals(200, TestHttp.get(base + "/get_model_info").statusCode());
+        assertEquals(200, TestHttp.get(base + "/health_generate").statusCode());
         assertEquals(405, TestHttp.get(base + "/v1/chat/completions").statusCode());
         assertEquals(501, TestHttp.method("DELETE", base + "/v1/responses/abc", null).statusCode());
         assertEquals(501, TestHttp.get(base + "/v1/responses/abc/input").statusCode());
@@ -281,10 +319,21 @@ class RoutingTest {
                 "vllm_router_policy_decisions_total{policy=\"sticky_least_loaded\"", "vllm_router_worker_health",
                 "vllm_router_cb_state", "vllm_router_active_workers 3", "vllm_router_sticky_sessions_started_total",
                 "vllm_router_sticky_sessions_released_total", "vllm_router_sticky_sessions_rebound_total",
-                "vllm_router_sticky_sessions_expired_total")) {
+                "vllm_router_sticky_sessions_expired_total",
+                "vllm_router_http_requests_total{method=\"POST\",route=\"/v1/completions\",status_class=\"2xx\",status_code=\"200\"}")) {
             assertTrue(scrape.body().contains(name), name + " missing:\n" + scrape.body());
         }
         assertEquals(404, TestHttp.get("http://127.0.0.1:" + router.metricsPort() + "/other").statusCode());
+    }
+
+    @Test
+    void corsPreflightIsAnsweredByTheRouter() throws Exception {
+        HttpResponse<String> preflight = TestHttp.method("OPTIONS", base + "/v1/chat/completions", null,
+                "Origin", "http://example.org", "Access-Control-Request-Method", "POST");
+        assertEquals(200, preflight.statusCode());
+        assertEquals("*", preflight.headers().firstValue("access-control-allow-origin").orElseThrow());
+        HttpResponse<String> simple = TestHttp.get(base + "/liveness", "Origin", "http://example.org");
+        assertEquals("*", simple.headers().firstValue("access-control-allow-origin").orElseThrow());
     }
 
     /** Routing and releasing the same ids concurrently must leave counts that add up, and nothing after release. */

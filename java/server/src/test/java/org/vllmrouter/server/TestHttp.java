@@ -55,8 +55,17 @@ final class TestHttp {
         return "{\"model\":\"" + model + "\",\"messages\":[{\"role\":\"user\",\"content\":\"" + content + "\"}],\"max_tokens\":4}";
     }
 
-    /** Sends raw bytes and returns everything the server wrote until it closed or {@code timeout} passed. */
+    /** Sends raw bytes and returns the first complete response (or whatever arrived before a close or timeout). */
     static String raw(int port, String request) throws IOException {
+        return exchange(port, request, true);
+    }
+
+    /** Sends raw bytes and returns everything the server wrote until it closed the connection. */
+    static String rawUntilClosed(int port, String request) throws IOException {
+        return exchange(port, request, false);
+    }
+
+    private static String exchange(int port, String request, boolean firstResponseOnly) throws IOException {
         try (Socket socket = new Socket("127.0.0.1", port)) {
             socket.setSoTimeout(5000);
             OutputStream out = socket.getOutputStream();
@@ -69,7 +78,7 @@ final class TestHttp {
                 int n;
                 while ((n = in.read(buffer)) >= 0) {
                     got.write(buffer, 0, n);
-                    if (completeResponse(got.toString(StandardCharsets.ISO_8859_1))) {
+                    if (firstResponseOnly && completeResponse(got.toString(StandardCharsets.ISO_8859_1))) {
                         break;
                     }
                 }

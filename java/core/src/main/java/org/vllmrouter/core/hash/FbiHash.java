@@ -1,5 +1,8 @@
 package org.vllmrouter.core.hash;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 
 /**
@@ -15,6 +18,8 @@ public final class FbiHash {
     private static final int BUCKETS = (1 << 23) - 1;
     private static final int FURC_MAX_TRIES = 32;
     private static final int FURC_SHIFT = 23;
+    private static final VarHandle LITTLE_ENDIAN_LONG =
+            MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
 
     private FbiHash() {
     }
@@ -26,32 +31,63 @@ public final class FbiHash {
 
     /** fbi_hash of {@code utf8}. */
     public static long hash(byte[] utf8) {
-        int bucket = furcHash(utf8, BUCKETS);
+        return hashOfBucket(furcHash(new BitSource(murmurHash64A(utf8, 0, utf8.length, SEED)), BUCKETS));
+    }
+
+    /**
+     * {@code fbi_hash(prefix ‖ suffix)} for every suffix. The prefix is hashed once per distinct suffix
+     * length instead of once per suffix, which matters when the prefix is a whole request body and the
+     * suffixes are worker URLs (they usually share one length).
+     */
+    public static long[] hashWithSuffixes(byte[] prefix, byte[][] suffixes) {
+        long[] out = new long[suffixes.length];
+        int prefixBlocks = prefix.length >>> 3;
+        int lastLength = -1;
+        long shared = 0;
+        for (int i = 0; i < suffixes.length; i++) {
+            int total = prefix.length + suffixes[i].length;
+            if (total != lastLength) {
+                // The running state after the prefix's whole blocks depends only on the total length.
+                shared = murmurBlocks(SEED ^ (total * M), prefix, 0, prefixBlocks);
+                lastLength = total;
+            }
+            byte[] rest = new byte[total - prefixBlocks * 8];
+            int prefixTail = prefix.length - prefixBlocks * 8;
+            System.arraycopy(prefix, prefixBlocks * 8, rest, 0, prefixTail);
+            System.arraycopy(suffixes[i], 0, rest, prefixTail, suffixes[i].length);
+            long murmur = murmurFinish(murmurBlocks(shared, rest, 0, rest.length >>> 3), rest, (rest.length >>> 3) * 8,
+                    rest.length & 7);
+            out[i] = hashOfBucket(furcHash(new BitSource(murmur), BUCKETS));
+        }
+        return out;
+    }
+
+    private static long hashOfBucket(int bucket) {
         byte[] le = {(byte) bucket, (byte) (bucket >>> 8), (byte) (bucket >>> 16), (byte) (bucket >>> 24)};
         return murmurHash64A(le, 0, le.length, SEED);
     }
 
     /** MurmurHash64A of {@code data[off, off+len)} with {@code seed}. */
     public static long murmurHash64A(byte[] data, int off, int len, long seed) {
-        long h = seed ^ (len * M);
         int blocks = len >>> 3;
+        long h = murmurBlocks(seed ^ (len * M), data, off, blocks);
+        return murmurFinish(h, data, off + blocks * 8, len & 7);
+    }
+
+    private static long murmurBlocks(long h, byte[] data, int off, int blocks) {
         int p = off;
         for (int i = 0; i < blocks; i++, p += 8) {
-            long k = (data[p] & 0xffL)
-                    | (data[p + 1] & 0xffL) << 8
-                    | (data[p + 2] & 0xffL) << 16
-                    | (data[p + 3] & 0xffL) << 24
-                    | (data[p + 4] & 0xffL) << 32
-                    | (data[p + 5] & 0xffL) << 40
-                    | (data[p + 6] & 0xffL) << 48
-                    | (data[p + 7] & 0xffL) << 56;
+            long k = (long) LITTLE_ENDIAN_LONG.get(data, p);
             k *= M;
             k ^= k >>> R;
             k *= M;
             h ^= k;
             h *= M;
         }
-        int tail = len & 7;
+        return h;
+    }
+
+    private static long murmurFinish(long h, byte[] data, int p, int tail) {
         if (tail != 0) {
             for (int i = 0; i < tail; i++) {
                 h ^= (data[p + i] & 0xffL) << (8 * i);
@@ -80,10 +116,13 @@ public final class FbiHash {
 
     /** FurcHash bucket of {@code key} in {@code [0, m)}; upstream's variant (checks d == 0 before decrementing). */
     static int furcHash(byte[] key, int m) {
+        return furcHash(new BitSource(murmurHash64A(key, 0, key.length, SEED)), m);
+    }
+
+    private static int furcHash(BitSource bits, int m) {
         if (m <= 1) {
             return 0;
         }
-        BitSource bits = new BitSource(key);
         int d = 0;
         while ((1L << d) < m) {
             d++;
@@ -112,12 +151,11 @@ public final class FbiHash {
 
     /** Lazily extended bit stream: word 0 = MurmurHash64A(key), word n = Rehash64A(word n-1). */
     private static final class BitSource {
-        private long[] words = new long[8];
-        private int filled;
-        private final byte[] key;
+        private long[] words = new long[16];
+        private int filled = 1;
 
-        BitSource(byte[] key) {
-            this.key = key;
+        BitSource(long keyHash) {
+            words[0] = keyHash;
         }
 
         boolean bit(int idx) {
@@ -126,7 +164,7 @@ public final class FbiHash {
                 if (filled == words.length) {
                     words = java.util.Arrays.copyOf(words, words.length * 2);
                 }
-                words[filled] = filled == 0 ? murmurHash64A(key, 0, key.length, SEED) : rehash64A(words[filled - 1]);
+                words[filled] = rehash64A(words[filled - 1]);
                 filled++;
             }
             return ((words[word] >>> (idx & 63)) & 1L) != 0;

@@ -10,39 +10,32 @@ public final class Rendezvous {
     }
 
     public static long weight(String key, String url) {
-        byte[] k = key.getBytes(StandardCharsets.UTF_8);
-        return weight(k, url);
-    }
-
-    private static long weight(byte[] keyUtf8, String url) {
-        byte[] u = url.getBytes(StandardCharsets.UTF_8);
-        byte[] joined = new byte[keyUtf8.length + 1 + u.length];
-        System.arraycopy(keyUtf8, 0, joined, 0, keyUtf8.length);
-        joined[keyUtf8.length] = ':';
-        System.arraycopy(u, 0, joined, keyUtf8.length + 1, u.length);
-        return FbiHash.hash(joined);
+        return FbiHash.hash(key + ":" + url);
     }
 
     /**
      * The candidate with the highest weight. On equal weights the earlier candidate wins unless
      * {@code laterWinsTies} (upstream's sticky tie-break keeps the first; rendezvous_hash's
-     * {@code max_by_key} keeps the last).
+     * {@code max_by_key} keeps the last). The key is hashed once per distinct URL length, not once
+     * per candidate, so a whole request body as key stays cheap.
      */
     public static Worker highest(List<Worker> candidates, String key, boolean laterWinsTies) {
         if (candidates.size() == 1) {
             return candidates.get(0);
         }
-        byte[] k = key.getBytes(StandardCharsets.UTF_8);
-        Worker best = null;
-        long bestWeight = 0;
-        for (Worker w : candidates) {
-            long weight = weight(k, w.url());
-            int cmp = best == null ? 1 : Long.compareUnsigned(weight, bestWeight);
+        byte[] prefix = (key + ":").getBytes(StandardCharsets.UTF_8);
+        byte[][] urls = new byte[candidates.size()][];
+        for (int i = 0; i < urls.length; i++) {
+            urls[i] = candidates.get(i).url().getBytes(StandardCharsets.UTF_8);
+        }
+        long[] weights = FbiHash.hashWithSuffixes(prefix, urls);
+        int best = 0;
+        for (int i = 1; i < weights.length; i++) {
+            int cmp = Long.compareUnsigned(weights[i], weights[best]);
             if (cmp > 0 || (cmp == 0 && laterWinsTies)) {
-                best = w;
-                bestWeight = weight;
+                best = i;
             }
         }
-        return best;
+        return candidates.get(best);
     }
 }

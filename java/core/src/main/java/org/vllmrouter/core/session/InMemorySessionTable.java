@@ -14,15 +14,24 @@ import org.vllmrouter.core.worker.Worker;
  * {@link SessionTable} in process memory, guarded by one lock held only for constant work per call
  * (apart from the per-candidate scan of a new binding).
  *
- * <p>Sessions sit in a list ordered by last use, least recent first. Since every session has the same
- * TTL, that is also expiry order: expiry looks only at the head and stops at the first live session,
- * so it never walks idle sessions and {@link #route} can afford to drain a few expired ones per call.
+ * <p>Sessions sit in a list ordered by the time they were last queued, oldest first. A request of a
+ * session only records its time; it moves the session to the end of the list just when it was queued
+ * at least a granularity G ago (G = min(TTL/16, 60 s)), so most requests write no references (no
+ * neighbour cache misses, no GC write barriers). Expiry looks only at the head: it stops as soon as
+ * the head is not due, or is due but was used since it was queued (then every session behind it
+ * expires at most G late, as upstream's 60 s sweep). It never walks idle sessions, so {@link #route}
+ * drains a few expired ones per call. Whether a revisited session has expired is always decided on
+ * its exact last use.
  */
 public final class InMemorySessionTable implements SessionTable {
     /** Expired sessions dropped per {@link #route} call: more than one, so a backlog shrinks under load. */
     static final int EXPIRY_BATCH_PER_ROUTE = 4;
 
+    /** Upstream sweeps once a minute; expired sessions are never dropped later than this. */
+    static final Duration MAX_REQUEUE_GRANULARITY = Duration.ofSeconds(60);
+
     private final long ttlNanos;
+    private final long requeueGranularityNanos;
     private final LongSupplier nanoClock;
     private final ReentrantLock lock = new ReentrantLock();
 
@@ -30,8 +39,9 @@ public final class InMemorySessionTable implements SessionTable {
     private final HashMap<String, Binding> byId = new HashMap<>();
     /** Worker URL -> its sessions; removed when it reaches zero. */
     private final HashMap<String, WorkerSessions> byWorker = new HashMap<>();
-    private Binding leastRecent;
-    private Binding mostRecent;
+    /** Queue order: oldest queue time first. */
+    private Binding oldest;
+    private Binding newest;
     private long active;
     private long started;
     private long released;
@@ -43,6 +53,7 @@ public final class InMemorySessionTable implements SessionTable {
         final String pool;
         WorkerSessions worker;
         long lastUsedNanos;
+        long queuedNanos;
         Binding older;
         Binding newer;
         Binding otherPool;
@@ -63,10 +74,17 @@ public final class InMemorySessionTable implements SessionTable {
     }
 
     public InMemorySessionTable(Duration ttl, LongSupplier nanoClock) {
-        if (ttl.isNegative()) {
-            throw new IllegalArgumentException("session TTL must be >= 0, got " + ttl);
+        this(ttl, nanoClock, min(ttl.dividedBy(16), MAX_REQUEUE_GRANULARITY));
+    }
+
+    /** With an explicit requeue granularity G (0: exact least-recently-used order, expiry never late). */
+    InMemorySessionTable(Duration ttl, LongSupplier nanoClock, Duration requeueGranularity) {
+        if (ttl.isNegative() || requeueGranularity.isNegative()) {
+            throw new IllegalArgumentException("session TTL and requeue granularity must be >= 0, got "
+                    + ttl + " and " + requeueGranularity);
         }
         this.ttlNanos = saturatedNanos(ttl);
+        this.requeueGranularityNanos = saturatedNanos(requeueGranularity);
         this.nanoClock = nanoClock;
     }
 
@@ -94,7 +112,9 @@ public final class InMemorySessionTable implements SessionTable {
                     Worker current = find(candidates, b.worker.url);
                     if (current != null) {
                         b.lastUsedNanos = now;
-                        moveToMostRecent(b);
+                        if (now - b.queuedNanos >= requeueGranularityNanos) {
+                            requeue(b, now);
+                        }
                         return new Assignment(current, Outcome.EXISTING, b.worker.count);
                     }
                 }
@@ -109,7 +129,7 @@ public final class InMemorySessionTable implements SessionTable {
                     b.otherPool = first.otherPool;
                     first.otherPool = b;
                 }
-                linkMostRecent(b);
+                linkNewest(b, now);
                 outcome = Outcome.STARTED;
                 started++;
                 active++;
@@ -119,7 +139,7 @@ public final class InMemorySessionTable implements SessionTable {
             ws.count++;
             b.worker = ws;
             b.lastUsedNanos = now;
-            moveToMostRecent(b);
+            requeue(b, now);
             return new Assignment(chosen, outcome, ws.count);
         } finally {
             lock.unlock();
@@ -192,8 +212,10 @@ public final class InMemorySessionTable implements SessionTable {
 
     private int expireLocked(long now, int maxEntries) {
         int n = 0;
-        while (n < maxEntries && leastRecent != null && now - leastRecent.lastUsedNanos >= ttlNanos) {
-            Binding b = leastRecent;
+        // The head has the oldest queue time and no session was used before it was queued, so when the
+        // head is live every session behind it is live or expired for less than the granularity.
+        while (n < maxEntries && oldest != null && now - oldest.lastUsedNanos >= ttlNanos) {
+            Binding b = oldest;
             unbindWorker(b);
             unlink(b);
             removeFromIndex(b);
@@ -274,21 +296,24 @@ public final class InMemorySessionTable implements SessionTable {
         }
     }
 
-    private void linkMostRecent(Binding b) {
-        b.older = mostRecent;
+    private void linkNewest(Binding b, long now) {
+        b.queuedNanos = now;
+        b.older = newest;
         b.newer = null;
-        if (mostRecent != null) {
-            mostRecent.newer = b;
+        if (newest != null) {
+            newest.newer = b;
         } else {
-            leastRecent = b;
+            oldest = b;
         }
-        mostRecent = b;
+        newest = b;
     }
 
-    private void moveToMostRecent(Binding b) {
-        if (b != mostRecent) {
+    private void requeue(Binding b, long now) {
+        if (b == newest) {
+            b.queuedNanos = now;
+        } else {
             unlink(b);
-            linkMostRecent(b);
+            linkNewest(b, now);
         }
     }
 
@@ -296,15 +321,19 @@ public final class InMemorySessionTable implements SessionTable {
         if (b.older != null) {
             b.older.newer = b.newer;
         } else {
-            leastRecent = b.newer;
+            oldest = b.newer;
         }
         if (b.newer != null) {
             b.newer.older = b.older;
         } else {
-            mostRecent = b.older;
+            newest = b.older;
         }
         b.older = null;
         b.newer = null;
+    }
+
+    private static Duration min(Duration a, Duration b) {
+        return a.compareTo(b) <= 0 ? a : b;
     }
 
     private static long saturatedNanos(Duration d) {

@@ -3,6 +3,11 @@ package org.vllmrouter.core.hash;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.RepeatedTest;
+import org.junit.jupiter.api.RepetitionInfo;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -31,6 +36,36 @@ class FbiHashTest {
                 "MurmurHash64A");
         assertEquals(bucket, FbiHash.furcHash(utf8, (1 << 23) - 1), "FurcHash bucket");
         assertEquals(fbiHex, String.format("%016x", FbiHash.hash(key)), "fbi_hash");
+    }
+
+    @RepeatedTest(20)
+    void sharedPrefixHashingEqualsHashingEachConcatenation(RepetitionInfo rep) {
+        long seed = 0xfb1L + rep.getCurrentRepetition();
+        SplittableRandom random = new SplittableRandom(seed);
+        byte[] prefix = randomBytes(random, random.nextInt(200));
+        byte[][] suffixes = new byte[1 + random.nextInt(8)][];
+        for (int i = 0; i < suffixes.length; i++) {
+            suffixes[i] = randomBytes(random, random.nextInt(3) == 0 ? 20 : random.nextInt(30));
+        }
+        long[] shared = FbiHash.hashWithSuffixes(prefix, suffixes);
+        for (int i = 0; i < suffixes.length; i++) {
+            byte[] joined = Arrays.copyOf(prefix, prefix.length + suffixes[i].length);
+            System.arraycopy(suffixes[i], 0, joined, prefix.length, suffixes[i].length);
+            assertEquals(FbiHash.hash(joined), shared[i], "seed=" + seed + " suffix " + i);
+        }
+    }
+
+    private static byte[] randomBytes(SplittableRandom random, int n) {
+        byte[] b = new byte[n];
+        for (int i = 0; i < n; i++) {
+            b[i] = (byte) random.nextInt(256);
+        }
+        return b;
+    }
+
+    @Test
+    void rendezvousWeightOfTheSpecKeyMatchesTheVector() {
+        assertEquals("d1ea4f89195c1525", String.format("%016x", Rendezvous.weight("sess-1", "http://w1:8000")));
     }
 
     @ParameterizedTest

@@ -57,6 +57,49 @@ class InMemorySessionTableTest {
     }
 
     @Test
+    void coarseRequeueingDropsExpiredSessionsAtMostOneGranularityLate() {
+        InMemorySessionTable table = new InMemorySessionTable(Duration.ofSeconds(10), clock::get, Duration.ofSeconds(2));
+        List<Worker> ws = workers(2);
+        table.route("", "head", ws);
+        advanceMillis(1000);
+        table.route("", "behind", ws);
+        advanceMillis(500);
+        table.route("", "head", ws);
+        advanceMillis(9500);
+        assertEquals(0, table.expireIdle(100), "head is live and still first in the queue; behind just expired");
+        assertEquals(SessionTable.Outcome.REBOUND, table.route("", "behind", ws).outcome(),
+                "a revisit decides expiry on the exact last use");
+        advanceMillis(499);
+        assertEquals(0, table.expireIdle(100));
+        advanceMillis(1);
+        assertEquals(1, table.expireIdle(100), "head expires exactly at its last use + TTL");
+    }
+
+    @Test
+    void defaultGranularityIsASixteenthOfTheTtlCappedAtAMinute() {
+        assertEquals(0, expiredAfterHitAt(Duration.ofSeconds(16), 999), "hit within 1 s of queueing: not requeued");
+        assertEquals(1, expiredAfterHitAt(Duration.ofSeconds(16), 1000), "hit 1 s after queueing: requeued");
+        assertEquals(1, expiredAfterHitAt(Duration.ofHours(2), 60_000), "capped at 60 s, not 7200/16 s");
+    }
+
+    /** Sessions a and b start together, a is used again after {@code hitMillis}; how many expire at b's expiry. */
+    private int expiredAfterHitAt(Duration ttl, long hitMillis) {
+        clock.set(0);
+        InMemorySessionTable table = new InMemorySessionTable(ttl, clock::get);
+        List<Worker> ws = workers(1);
+        table.route("", "a", ws);
+        table.route("", "b", ws);
+        advanceMillis(hitMillis);
+        table.route("", "a", ws);
+        clock.set(ttl.toNanos());
+        return table.expireIdle(100);
+    }
+
+    private void advanceMillis(long millis) {
+        clock.addAndGet(Duration.ofMillis(millis).toNanos());
+    }
+
+    @Test
     void releaseCoversEveryPoolAndIsIdempotent() {
         InMemorySessionTable table = new InMemorySessionTable(Duration.ofHours(1), clock::get);
         List<Worker> ws = workers(2);
