@@ -1,9 +1,46 @@
 # The two set-up commands of the README: `make demo` (the main job) and `make test` (every test).
 # Maven selects a JDK >= 21 by itself (maven-toolchains-plugin, see pom.xml).
 MVN ?= mvn -B -ntp
+PYTHON ?= python3
+PIP := $(PYTHON) -m pip --disable-pip-version-check
+ENGINE_JAR := java/host/target/vllm-router-engine.jar
+PACKAGED_JAR := python/vllm_router/_engine/vllm-router-engine.jar
 
-.PHONY: test java-test
-test: java-test
+.PHONY: test java-test python-test demo engine-jar python-install python-install-test packaged-jar class-cache
 
+test: java-test python-test
+
+# Every Java test of the reactor; also builds the engine jar.
 java-test:
 	$(MVN) verify
+
+# pytest exits 5 when it collected no test; like any non-zero status that fails the build.
+python-test: python-install-test class-cache
+	$(PYTHON) -m pytest py_test
+
+demo: engine-jar python-install class-cache
+	$(PYTHON) -m vllm_router.demo
+
+# Only the launcher module and what it depends on (not the benchmarks); tests skipped.
+engine-jar:
+	$(MVN) -q -pl java/host -am package -DskipTests
+
+# The wheel carries the engine jar (gitignored), so copy the freshly built one in first.
+# Without it the package still installs; the tests that need the engine then fail and say why.
+packaged-jar:
+	@mkdir -p $(dir $(PACKAGED_JAR))
+	@if [ -f $(ENGINE_JAR) ]; then cp $(ENGINE_JAR) $(PACKAGED_JAR); \
+	else echo "warning: $(ENGINE_JAR) not built; the installed package has no engine" >&2; fi
+
+# pip always rebuilds and reinstalls a package given as a local directory.
+python-install: packaged-jar
+	$(PIP) install --quiet ./python
+
+python-install-test: packaged-jar
+	$(PIP) install --quiet "./python[test]"
+
+# The JVM's AOT class cache for the installed engine (about halves router start-up). Without
+# it the first router start builds it in the background; building it here keeps that out of
+# timed runs. Skipped when the package has no engine (the tests then fail and say why).
+class-cache:
+	@if [ -f $(PACKAGED_JAR) ]; then $(PYTHON) -m vllm_router.bridge.class_cache; fi

@@ -1,0 +1,323 @@
+package org.vllmrouter.core.config;
+
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * Upstream's configuration validation (ConfigValidator), applied to the RouterArgs-shaped config in the
+ * same order and with the same messages. Deviations: port 0 is accepted for the router and Prometheus
+ * (it means "pick a free port"), and negative numbers, which upstream's unsigned types reject at
+ * conversion time, are reported here with the field name.
+ */
+final class ConfigValidator {
+    static final String PREFIX = "Configuration validation failed: ";
+
+    private enum Mode { REGULAR, PD, VLLM_PD }
+
+    private ConfigValidator() {
+    }
+
+    static void validate(RouterConfig c) throws ConfigException {
+        validatePolicyName("policy", c.policy());
+        validatePolicyName("prefill_policy", c.prefillPolicy());
+        validatePolicyName("decode_policy", c.decodePolicy());
+        String kv = c.kvConnector().toLowerCase(Locale.ROOT);
+        if (!kv.equals("nixl") && !kv.equals("mooncake")) {
+            throw new ConfigException("Configuration error: Invalid kv_connector '" + c.kvConnector()
+                    + "': expected 'nixl' or 'mooncake'");
+        }
+        validateRanges(c);
+
+        Mode mode = c.enableIgw() ? Mode.REGULAR
+                : c.vllmPdDisaggregation() ? Mode.VLLM_PD
+                : c.pdDisaggregation() ? Mode.PD
+                : Mode.REGULAR;
+        boolean discovery = c.serviceDiscovery();
+        List<String> regularUrls = c.enableIgw() || discovery ? List.of() : c.workerUrls();
+        List<String> prefillUrls = new ArrayList<>();
+        c.prefillUrls().forEach(p -> prefillUrls.add(p == null ? null : p.url()));
+
+        validateMode(c, mode, discovery, regularUrls, prefillUrls);
+        validatePolicyParameters(c, c.policy());
+        validateServer(c);
+        if (discovery) {
+            validateDiscovery(c, mode);
+        }
+        if (c.prometheusPort() != null && c.prometheusHost() != null && c.prometheusHost().isEmpty()) {
+            throw invalid("metrics.host", "", "Host cannot be empty");
+        }
+        validateCompatibility(c, mode, discovery, regularUrls, prefillUrls);
+        validateRetry(c);
+        validateCircuitBreaker(c);
+    }
+
+    private static void validatePolicyName(String field, String name) throws ConfigException {
+        if (name != null && !PolicyNames.isKnown(name)) {
+            throw invalid(field, name, "Unknown policy; expected one of " + String.join(", ", PolicyNames.ALL));
+        }
+    }
+
+    private static void validateRanges(RouterConfig c) throws ConfigException {
+        port("port", c.port());
+        port("service_discovery_port", c.serviceDiscoveryPort());
+        if (c.prometheusPort() != null) {
+            port("prometheus_port", c.prometheusPort());
+        }
+        for (PrefillUrl p : c.prefillUrls()) {
+            if (p != null && p.bootstrapPort() != null && (p.bootstrapPort() < 0 || p.bootstrapPort() > 65535)) {
+                throw invalid("bootstrap_port", p.bootstrapPort(), "Port must be between 1 and 65535");
+            }
+        }
+        nonNegative("worker_startup_timeout_secs", c.workerStartupTimeoutSecs());
+        nonNegative("worker_startup_check_interval", c.workerStartupCheckInterval());
+        nonNegative("balance_abs_threshold", c.balanceAbsThreshold());
+        nonNegative("eviction_interval_secs", c.evictionIntervalSecs());
+        nonNegative("max_tree_size", c.maxTreeSize());
+        nonNegative("max_payload_size", c.maxPayloadSize());
+        nonNegative("request_timeout_secs", c.requestTimeoutSecs());
+        nonNegative("queue_size", c.queueSize());
+        nonNegative("queue_timeout_secs", c.queueTimeoutSecs());
+        if (c.rateLimitTokensPerSecond() != null) {
+            nonNegative("rate_limit_tokens_per_second", c.rateLimitTokensPerSecond());
+        }
+        nonNegative("retry_max_retries", c.retryMaxRetries());
+        nonNegative("retry_initial_backoff_ms", c.retryInitialBackoffMs());
+        nonNegative("retry_max_backoff_ms", c.retryMaxBackoffMs());
+        nonNegative("health_failure_threshold", c.healthFailureThreshold());
+        nonNegative("health_success_threshold", c.healthSuccessThreshold());
+        nonNegative("health_check_timeout_secs", c.healthCheckTimeoutSecs());
+        nonNegative("health_check_interval_secs", c.healthCheckIntervalSecs());
+        nonNegative("cb_failure_threshold", c.cbFailureThreshold());
+        nonNegative("cb_success_threshold", c.cbSuccessThreshold());
+        nonNegative("cb_timeout_duration_secs", c.cbTimeoutDurationSecs());
+        nonNegative("cb_window_duration_secs", c.cbWindowDurationSecs());
+        if (c.intraNodeDataParallelSize() < 1) {
+            throw invalid("intra_node_data_parallel_size", c.intraNodeDataParallelSize(), "Must be > 0");
+        }
+    }
+
+    private static void validateMode(RouterConfig c, Mode mode, boolean discovery, List<String> regularUrls,
+                                      List<String> prefillUrls) throws ConfigException {
+        if (mode == Mode.REGULAR) {
+            validateUrls(regularUrls);
+            return;
+        }
+        String label = mode == Mode.VLLM_PD ? "vLLM PD mode" : "PD mode";
+        if (!discovery) {
+            if (prefillUrls.isEmpty()) {
+                throw failed(label + " requires at least one prefill worker URL");
+            }
+            if (c.decodeUrls().isEmpty()) {
+                throw failed(label + " requires at least one decode worker URL");
+            }
+        }
+        validateUrls(prefillUrls);
+        validateUrls(c.decodeUrls());
+        for (PrefillUrl p : c.prefillUrls()) {
+            if (p != null && p.bootstrapPort() != null && p.bootstrapPort() == 0) {
+                throw invalid("bootstrap_port", 0, "Port must be between 1 and 65535");
+            }
+        }
+        if (c.prefillPolicy() != null) {
+            validatePolicyParameters(c, c.prefillPolicy());
+        }
+        if (c.decodePolicy() != null) {
+            validatePolicyParameters(c, c.decodePolicy());
+        }
+    }
+
+    private static void validatePolicyParameters(RouterConfig c, String policy) throws ConfigException {
+        if (!policy.equals(PolicyNames.CACHE_AWARE)) {
+            return;
+        }
+        if (!(c.cacheThreshold() >= 0.0 && c.cacheThreshold() <= 1.0)) {
+            throw invalid("cache_threshold", c.cacheThreshold(), "Must be between 0.0 and 1.0");
+        }
+        if (!(c.balanceRelThreshold() >= 1.0)) {
+            throw invalid("balance_rel_threshold", c.balanceRelThreshold(), "Must be >= 1.0");
+        }
+        if (c.evictionIntervalSecs() == 0) {
+            throw invalid("eviction_interval_secs", 0, "Must be > 0");
+        }
+        if (c.maxTreeSize() == 0) {
+            throw invalid("max_tree_size", 0, "Must be > 0");
+        }
+    }
+
+    private static void validateServer(RouterConfig c) throws ConfigException {
+        if (c.maxPayloadSize() == 0) {
+            throw invalid("max_payload_size", 0, "Must be > 0");
+        }
+        if (c.requestTimeoutSecs() == 0) {
+            throw invalid("request_timeout_secs", 0, "Must be > 0");
+        }
+        if (c.workerStartupTimeoutSecs() == 0) {
+            throw invalid("worker_startup_timeout_secs", 0, "Must be > 0");
+        }
+        if (c.workerStartupCheckInterval() == 0) {
+            throw invalid("worker_startup_check_interval_secs", 0, "Must be > 0");
+        }
+    }
+
+    private static void validateDiscovery(RouterConfig c, Mode mode) throws ConfigException {
+        if (c.serviceDiscoveryPort() == 0) {
+            throw invalid("discovery.port", 0, "Port must be > 0");
+        }
+        switch (mode) {
+            case REGULAR -> {
+                if (c.selector().isEmpty()) {
+                    throw failed("Regular mode with service discovery requires a non-empty selector");
+                }
+            }
+            case PD, VLLM_PD -> {
+                if (c.prefillSelector().isEmpty() && c.decodeSelector().isEmpty()) {
+                    throw failed((mode == Mode.VLLM_PD ? "vLLM PD mode" : "PD mode")
+                            + " with service discovery requires at least one non-empty selector (prefill or decode)");
+                }
+            }
+        }
+    }
+
+    private static void validateCompatibility(RouterConfig c, Mode mode, boolean discovery, List<String> regularUrls,
+                                              List<String> prefillUrls) throws ConfigException {
+        if (c.enableIgw()) {
+            return;
+        }
+        boolean grpc = isGrpc(regularUrls) || isGrpc(prefillUrls) || isGrpc(c.decodeUrls());
+        if (grpc && c.tokenizerPath() == null && c.modelPath() == null) {
+            throw failed("gRPC connection mode requires either --tokenizer-path or --model-path to be specified");
+        }
+        if (discovery) {
+            return;
+        }
+        int workerCount = mode == Mode.REGULAR ? regularUrls.size() : prefillUrls.size() + c.decodeUrls().size();
+        if (c.policy().equals(PolicyNames.POWER_OF_TWO) && workerCount < 2) {
+            throw incompatible("Power-of-two policy requires at least 2 workers");
+        }
+        if (mode != Mode.REGULAR) {
+            if (PolicyNames.POWER_OF_TWO.equals(c.prefillPolicy()) && prefillUrls.size() < 2) {
+                throw incompatible("Power-of-two policy for prefill requires at least 2 prefill workers");
+            }
+            if (PolicyNames.POWER_OF_TWO.equals(c.decodePolicy()) && c.decodeUrls().size() < 2) {
+                throw incompatible("Power-of-two policy for decode requires at least 2 decode workers");
+            }
+        }
+    }
+
+    private static void validateRetry(RouterConfig c) throws ConfigException {
+        int maxRetries = c.effectiveRetryMaxRetries();
+        if (maxRetries < 1) {
+            throw invalid("retry.max_retries", maxRetries, "Must be >= 1 (set to 1 to effectively disable retries)");
+        }
+        if (c.retryInitialBackoffMs() == 0) {
+            throw invalid("retry.initial_backoff_ms", 0, "Must be > 0");
+        }
+        if (c.retryMaxBackoffMs() < c.retryInitialBackoffMs()) {
+            throw invalid("retry.max_backoff_ms", c.retryMaxBackoffMs(), "Must be >= initial_backoff_ms");
+        }
+        if (!(c.retryBackoffMultiplier() >= 1.0)) {
+            throw invalid("retry.backoff_multiplier", c.retryBackoffMultiplier(), "Must be >= 1.0");
+        }
+        if (!(c.retryJitterFactor() >= 0.0 && c.retryJitterFactor() <= 1.0)) {
+            throw invalid("retry.jitter_factor", c.retryJitterFactor(), "Must be between 0.0 and 1.0");
+        }
+    }
+
+    private static void validateCircuitBreaker(RouterConfig c) throws ConfigException {
+        long failureThreshold = c.disableCircuitBreaker() ? 0xFFFF_FFFFL : c.cbFailureThreshold();
+        if (failureThreshold < 1) {
+            throw invalid("circuit_breaker.failure_threshold", failureThreshold,
+                    "Must be >= 1 (set to u32::MAX to effectively disable CB)");
+        }
+        if (c.cbSuccessThreshold() < 1) {
+            throw invalid("circuit_breaker.success_threshold", c.cbSuccessThreshold(), "Must be >= 1");
+        }
+        if (c.cbTimeoutDurationSecs() == 0) {
+            throw invalid("circuit_breaker.timeout_duration_secs", 0, "Must be > 0");
+        }
+        if (c.cbWindowDurationSecs() == 0) {
+            throw invalid("circuit_breaker.window_duration_secs", 0, "Must be > 0");
+        }
+    }
+
+    /** Upstream's URL rules: non-empty, http/https/grpc scheme, parseable, with a host. */
+    static void validateUrls(List<String> urls) throws ConfigException {
+        for (String url : urls) {
+            if (url == null || url.isEmpty()) {
+                throw invalid("worker_url", "", "URL cannot be empty");
+            }
+            if (!url.startsWith("http://") && !url.startsWith("https://") && !url.startsWith("grpc://")) {
+                throw invalid("worker_url", url, "URL must start with http://, https://, or grpc://");
+            }
+            URI uri;
+            try {
+                uri = new URI(url);
+            } catch (URISyntaxException e) {
+                throw invalid("worker_url", url, "Invalid URL format: " + e.getReason());
+            }
+            if (!hasHost(uri)) {
+                throw invalid("worker_url", url, "URL must have a valid host");
+            }
+        }
+    }
+
+    private static boolean hasHost(URI uri) {
+        if (uri.getHost() != null) {
+            return true;
+        }
+        // java.net.URI leaves the host null for names it does not accept as server-based (e.g. with '_'),
+        // which upstream's URL parser takes as hosts.
+        String authority = uri.getRawAuthority();
+        if (authority == null) {
+            return false;
+        }
+        String hostPort = authority.substring(authority.lastIndexOf('@') + 1);
+        int colon = hostPort.lastIndexOf(':');
+        String host = colon >= 0 && !hostPort.endsWith("]") ? hostPort.substring(0, colon) : hostPort;
+        return !host.isEmpty();
+    }
+
+    private static boolean isGrpc(List<String> urls) {
+        for (String url : urls) {
+            if (url != null && (url.startsWith("grpc://") || url.startsWith("grpcs://"))) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static void port(String field, int value) throws ConfigException {
+        if (value < 0 || value > 65535) {
+            throw invalid(field, value, "Port must be between 0 and 65535 (0 picks a free port)");
+        }
+    }
+
+    private static void nonNegative(String field, long value) throws ConfigException {
+        if (value < 0) {
+            throw invalid(field, value, "Must be >= 0");
+        }
+    }
+
+    private static ConfigException invalid(String field, Object value, String reason) {
+        return new ConfigException(PREFIX + "Invalid value for field '" + field + "': " + render(value) + " - " + reason);
+    }
+
+    private static ConfigException failed(String reason) {
+        return new ConfigException(PREFIX + "Validation failed: " + reason);
+    }
+
+    private static ConfigException incompatible(String reason) {
+        return new ConfigException(PREFIX + "Incompatible configuration: " + reason);
+    }
+
+    /** Numbers as upstream prints them: a whole float without ".0" (Rust's Display for f32/f64). */
+    private static String render(Object value) {
+        if (value instanceof Double d && !d.isInfinite() && !d.isNaN() && d == Math.rint(d) && Math.abs(d) < 1e15) {
+            return Long.toString(d.longValue());
+        }
+        return String.valueOf(value);
+    }
+}

@@ -1,0 +1,229 @@
+package org.vllmrouter.core.config;
+
+import com.fasterxml.jackson.annotation.JsonIgnore;
+import com.fasterxml.jackson.annotation.JsonSetter;
+import com.fasterxml.jackson.annotation.Nulls;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.exc.InputCoercionException;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JsonMappingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.MapperFeature;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.PropertyNamingStrategies;
+import com.fasterxml.jackson.databind.annotation.JsonNaming;
+import com.fasterxml.jackson.databind.cfg.CoercionAction;
+import com.fasterxml.jackson.databind.cfg.CoercionInputShape;
+import com.fasterxml.jackson.databind.json.JsonMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.databind.type.LogicalType;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The router configuration: the JSON form of the Python {@code RouterArgs} dataclass (snake_case field
+ * names, the dataclass defaults for missing fields). Component order is the canonical JSON field order.
+ */
+@JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
+public record RouterConfig(
+        @JsonSetter(nulls = Nulls.AS_EMPTY) List<String> workerUrls,
+        @JsonSetter(nulls = Nulls.FAIL) String host,
+        int port,
+        boolean miniLb,
+        boolean pdDisaggregation,
+        boolean vllmPdDisaggregation,
+        @JsonSetter(nulls = Nulls.AS_EMPTY) List<PrefillUrl> prefillUrls,
+        @JsonSetter(nulls = Nulls.AS_EMPTY) List<String> decodeUrls,
+        @JsonSetter(nulls = Nulls.FAIL) String policy,
+        String prefillPolicy,
+        String decodePolicy,
+        int workerStartupTimeoutSecs,
+        int workerStartupCheckInterval,
+        double cacheThreshold,
+        int balanceAbsThreshold,
+        double balanceRelThreshold,
+        int evictionIntervalSecs,
+        long maxTreeSize,
+        long maxPayloadSize,
+        int intraNodeDataParallelSize,
+        boolean enableIgw,
+        String apiKey,
+        String logDir,
+        String logLevel,
+        boolean serviceDiscovery,
+        @JsonSetter(nulls = Nulls.AS_EMPTY) Map<String, String> selector,
+        int serviceDiscoveryPort,
+        String serviceDiscoveryNamespace,
+        @JsonSetter(nulls = Nulls.AS_EMPTY) Map<String, String> prefillSelector,
+        @JsonSetter(nulls = Nulls.AS_EMPTY) Map<String, String> decodeSelector,
+        @JsonSetter(nulls = Nulls.FAIL) String bootstrapPortAnnotation,
+        @JsonSetter(nulls = Nulls.FAIL) String kvConnector,
+        Integer prometheusPort,
+        String prometheusHost,
+        List<String> requestIdHeaders,
+        int requestTimeoutSecs,
+        int maxConcurrentRequests,
+        int queueSize,
+        int queueTimeoutSecs,
+        Integer rateLimitTokensPerSecond,
+        @JsonSetter(nulls = Nulls.AS_EMPTY) List<String> corsAllowedOrigins,
+        int retryMaxRetries,
+        int retryInitialBackoffMs,
+        int retryMaxBackoffMs,
+        double retryBackoffMultiplier,
+        double retryJitterFactor,
+        boolean disableRetries,
+        int healthFailureThreshold,
+        int healthSuccessThreshold,
+        int healthCheckTimeoutSecs,
+        int healthCheckIntervalSecs,
+        @JsonSetter(nulls = Nulls.FAIL) String healthCheckEndpoint,
+        int cbFailureThreshold,
+        int cbSuccessThreshold,
+        int cbTimeoutDurationSecs,
+        int cbWindowDurationSecs,
+        boolean disableCircuitBreaker,
+        String modelPath,
+        String tokenizerPath,
+        @JsonSetter(nulls = Nulls.AS_EMPTY) List<String> apiKeyValidationUrls,
+        String adminApiKey) {
+
+    /** Prometheus port used when {@code prometheus_port} is null (upstream always starts Prometheus). */
+    public static final int DEFAULT_PROMETHEUS_PORT = 29000;
+    /** Prometheus host used when {@code prometheus_host} is null. */
+    public static final String DEFAULT_PROMETHEUS_HOST = "127.0.0.1";
+
+    private static final RouterConfig DEFAULTS = new RouterConfig(
+            List.of(), "127.0.0.1", 30000, false, false, false, List.of(), List.of(),
+            PolicyNames.CACHE_AWARE, null, null, 600, 30, 0.3, 64, 1.5, 120, 67108864L, 536870912L, 1,
+            false, null, null, null, false, Map.of(), 80, null, Map.of(), Map.of(), "vllm.ai/bootstrap-port",
+            "nixl", null, null, null, 1800, 32768, 100, 60, null, List.of(), 5, 50, 30000, 1.5, 0.2, false,
+            3, 2, 5, 60, "/health", 10, 3, 60, 120, false, null, null, List.of(), null);
+
+    private static final ObjectMapper MAPPER = strictMapper();
+
+    public RouterConfig {
+        workerUrls = unmodifiable(workerUrls);
+        prefillUrls = unmodifiable(prefillUrls);
+        decodeUrls = unmodifiable(decodeUrls);
+        requestIdHeaders = requestIdHeaders == null ? null : Collections.unmodifiableList(requestIdHeaders);
+        corsAllowedOrigins = unmodifiable(corsAllowedOrigins);
+        apiKeyValidationUrls = unmodifiable(apiKeyValidationUrls);
+        selector = unmodifiable(selector);
+        prefillSelector = unmodifiable(prefillSelector);
+        decodeSelector = unmodifiable(decodeSelector);
+    }
+
+    /** The RouterArgs dataclass defaults. */
+    public static RouterConfig defaults() {
+        return DEFAULTS;
+    }
+
+    /**
+     * Reads a configuration: fields missing from {@code json} take their defaults; an unknown field or a
+     * value of the wrong type is an error naming the field. Does not {@link #validate()}.
+     */
+    public static RouterConfig fromJson(String json) throws ConfigException {
+        JsonNode given;
+        try {
+            given = MAPPER.readTree(json);
+        } catch (JsonProcessingException e) {
+            throw new ConfigException("Invalid config JSON: " + e.getOriginalMessage());
+        }
+        if (given == null || !given.isObject()) {
+            throw new ConfigException("Invalid config JSON: expected a JSON object");
+        }
+        ObjectNode merged = MAPPER.valueToTree(DEFAULTS);
+        for (Map.Entry<String, JsonNode> field : given.properties()) {
+            if (!merged.has(field.getKey())) {
+                throw new ConfigException("Unknown config field '" + field.getKey() + "'");
+            }
+            merged.set(field.getKey(), field.getValue());
+        }
+        try {
+            return MAPPER.treeToValue(merged, RouterConfig.class);
+        } catch (JsonMappingException e) {
+            String name = e.getPath().isEmpty() ? null : e.getPath().get(0).getFieldName();
+            throw new ConfigException(typeError(name, given, e.getOriginalMessage()));
+        } catch (InputCoercionException e) {
+            throw new ConfigException("Invalid config value: " + e.getOriginalMessage());
+        } catch (JsonProcessingException e) {
+            throw new ConfigException("Invalid config JSON: " + e.getOriginalMessage());
+        }
+    }
+
+    /** Canonical JSON: every field, in declaration order. */
+    public String toJson() {
+        try {
+            return MAPPER.writeValueAsString(this);
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException("RouterConfig is always serialisable", e);
+        }
+    }
+
+    /** Checks the configuration as upstream's validator does (and the policy names). */
+    public void validate() throws ConfigException {
+        ConfigValidator.validate(this);
+    }
+
+    /** Prefill/decode disaggregation (either flavour). */
+    @JsonIgnore
+    public boolean isPdMode() {
+        return pdDisaggregation || vllmPdDisaggregation;
+    }
+
+    @JsonIgnore
+    public int effectivePrometheusPort() {
+        return prometheusPort == null ? DEFAULT_PROMETHEUS_PORT : prometheusPort;
+    }
+
+    @JsonIgnore
+    public String effectivePrometheusHost() {
+        return prometheusHost == null ? DEFAULT_PROMETHEUS_HOST : prometheusHost;
+    }
+
+    /** Maximum number of attempts per request; {@code disable_retries} makes it 1, as upstream. */
+    @JsonIgnore
+    public int effectiveRetryMaxRetries() {
+        return disableRetries ? 1 : retryMaxRetries;
+    }
+
+    private static String typeError(String field, JsonNode given, String detail) {
+        if (field == null) {
+            return "Invalid config value: " + detail;
+        }
+        JsonNode value = given.get(field);
+        return "Invalid value for config field '" + field + "': " + (value == null ? "null" : value.toString())
+                + " (" + firstLine(detail) + ")";
+    }
+
+    private static String firstLine(String s) {
+        int nl = s.indexOf('\n');
+        return nl < 0 ? s : s.substring(0, nl);
+    }
+
+    private static <T> List<T> unmodifiable(List<T> list) {
+        return list == null ? List.of() : Collections.unmodifiableList(list);
+    }
+
+    private static Map<String, String> unmodifiable(Map<String, String> map) {
+        return map == null ? Map.of() : Collections.unmodifiableMap(map);
+    }
+
+    private static ObjectMapper strictMapper() {
+        JsonMapper mapper = JsonMapper.builder()
+                .disable(MapperFeature.ALLOW_COERCION_OF_SCALARS)
+                .enable(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES)
+                .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
+                .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
+                .disable(DeserializationFeature.ACCEPT_FLOAT_AS_INT)
+                .build();
+        // Python sends real JSON types; a number where a string belongs is a mistake, not a value.
+        mapper.coercionConfigFor(LogicalType.Textual)
+                .setCoercion(CoercionInputShape.Integer, CoercionAction.Fail)
+                .setCoercion(CoercionInputShape.Float, CoercionAction.Fail)
+                .setCoercion(CoercionInputShape.Boolean, CoercionAction.Fail);
+        return mapper;
+    }
+}

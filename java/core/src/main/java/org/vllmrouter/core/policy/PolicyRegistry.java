@@ -1,0 +1,116 @@
+package org.vllmrouter.core.policy;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.session.SessionStats;
+
+/**
+ * The policy instances of one router: the default policy, optional per-model policies, and separate
+ * prefill and decode instances (each a new instance even when both inherit {@code policy}, so stateful
+ * policies keep independent state per role).
+ */
+public final class PolicyRegistry implements AutoCloseable {
+    private final RouterConfig config;
+    private final LoadBalancingPolicy defaultPolicy;
+    private final LoadBalancingPolicy prefillPolicy;
+    private final LoadBalancingPolicy decodePolicy;
+    private final Map<String, LoadBalancingPolicy> byModel = new ConcurrentHashMap<>();
+
+    public PolicyRegistry(RouterConfig cfg) {
+        this.config = cfg;
+        this.defaultPolicy = Policies.create(cfg.policy(), cfg);
+        this.prefillPolicy = Policies.create(cfg.prefillPolicy() != null ? cfg.prefillPolicy() : cfg.policy(), cfg);
+        this.decodePolicy = Policies.create(cfg.decodePolicy() != null ? cfg.decodePolicy() : cfg.policy(), cfg);
+    }
+
+    /** The model's own policy if one was set, else the default policy. */
+    public LoadBalancingPolicy policyFor(String model) {
+        if (model != null) {
+            LoadBalancingPolicy p = byModel.get(model);
+            if (p != null) {
+                return p;
+            }
+        }
+        return defaultPolicy;
+    }
+
+    public LoadBalancingPolicy defaultPolicy() {
+        return defaultPolicy;
+    }
+
+    public LoadBalancingPolicy prefillPolicy() {
+        return prefillPolicy;
+    }
+
+    public LoadBalancingPolicy decodePolicy() {
+        return decodePolicy;
+    }
+
+    /**
+     * Gives {@code model} its own instance of {@code policyName} unless it already has one (upstream: the
+     * first worker of a model decides). Returns the model's policy.
+     */
+    public LoadBalancingPolicy setModelPolicy(String model, String policyName) {
+        return byModel.computeIfAbsent(model, m -> Policies.create(policyName, config));
+    }
+
+    /** Drops the model's own policy (upstream: when its last worker goes); its sessions go with it. */
+    public void removeModelPolicy(String model) {
+        LoadBalancingPolicy removed = byModel.remove(model);
+        if (removed instanceof CacheAwarePolicy cacheAware) {
+            cacheAware.close();
+        }
+    }
+
+    /** Releases the session in the default, every per-model, the prefill and the decode policy. */
+    public void finishSession(String sessionId) {
+        for (LoadBalancingPolicy p : all()) {
+            p.finishSession(sessionId);
+        }
+    }
+
+    /** Sticky-session counters summed over every sticky_least_loaded instance. */
+    public SessionStats sessionStats() {
+        SessionStats total = SessionStats.EMPTY;
+        for (LoadBalancingPolicy p : all()) {
+            if (p instanceof StickyLeastLoadedPolicy sticky) {
+                total = total.plus(sticky.sessionStats());
+            }
+        }
+        return total;
+    }
+
+    /** Drops up to {@code maxPerPolicy} expired sessions from each sticky instance; returns the total. */
+    public int expireIdleSessions(int maxPerPolicy) {
+        int n = 0;
+        for (LoadBalancingPolicy p : all()) {
+            if (p instanceof StickyLeastLoadedPolicy sticky) {
+                n += sticky.expireIdle(maxPerPolicy);
+            }
+        }
+        return n;
+    }
+
+    /** Every instance: default, per-model, prefill, decode. */
+    public List<LoadBalancingPolicy> all() {
+        List<LoadBalancingPolicy> all = new ArrayList<>(3 + byModel.size());
+        all.add(defaultPolicy);
+        all.addAll(byModel.values());
+        all.add(prefillPolicy);
+        all.add(decodePolicy);
+        return all;
+    }
+
+    /** Stops background work (cache eviction) of every instance. */
+    @Override
+    public void close() {
+        for (LoadBalancingPolicy p : all()) {
+            if (p instanceof CacheAwarePolicy cacheAware) {
+                cacheAware.close();
+            }
+        }
+    }
+}

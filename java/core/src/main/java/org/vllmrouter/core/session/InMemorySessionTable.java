@@ -1,0 +1,346 @@
+package org.vllmrouter.core.session;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.LongSupplier;
+import org.vllmrouter.core.hash.Rendezvous;
+import org.vllmrouter.core.worker.Worker;
+
+/**
+ * {@link SessionTable} in process memory, guarded by one lock held only for constant work per call
+ * (apart from the per-candidate scan of a new binding).
+ *
+ * <p>Sessions sit in a list ordered by the time they were last queued, oldest first. A request of a
+ * session only records its time; it moves the session to the end of the list just when it was queued
+ * at least a granularity G ago (G = min(TTL/16, 60 s)), so most requests write no references (no
+ * neighbour cache misses, no GC write barriers). Expiry looks only at the head: it stops as soon as
+ * the head is not due, or is due but was used since it was queued (then every session behind it
+ * expires at most G late, as upstream's 60 s sweep). It never walks idle sessions, so {@link #route}
+ * drains a few expired ones per call. Whether a revisited session has expired is always decided on
+ * its exact last use.
+ */
+public final class InMemorySessionTable implements SessionTable {
+    /** Expired sessions dropped per {@link #route} call: more than one, so a backlog shrinks under load. */
+    static final int EXPIRY_BATCH_PER_ROUTE = 4;
+
+    /** Upstream sweeps once a minute; expired sessions are never dropped later than this. */
+    static final Duration MAX_REQUEUE_GRANULARITY = Duration.ofSeconds(60);
+
+    private final long ttlNanos;
+    private final long requeueGranularityNanos;
+    private final LongSupplier nanoClock;
+    private final ReentrantLock lock = new ReentrantLock();
+
+    /** Session id -> its binding in one pool; bindings of the same id in other pools chain off it. */
+    private final HashMap<String, Binding> byId = new HashMap<>();
+    /** Worker URL -> its sessions; removed when it reaches zero. */
+    private final HashMap<String, WorkerSessions> byWorker = new HashMap<>();
+    /** Queue order: oldest queue time first. */
+    private Binding oldest;
+    private Binding newest;
+    private long active;
+    private long started;
+    private long released;
+    private long expired;
+    private long rebound;
+
+    private static final class Binding {
+        final String sessionId;
+        final String pool;
+        WorkerSessions worker;
+        long lastUsedNanos;
+        long queuedNanos;
+        Binding older;
+        Binding newer;
+        Binding otherPool;
+
+        Binding(String sessionId, String pool) {
+            this.sessionId = sessionId;
+            this.pool = pool;
+        }
+    }
+
+    private static final class WorkerSessions {
+        final String url;
+        int count;
+
+        WorkerSessions(String url) {
+            this.url = url;
+        }
+    }
+
+    public InMemorySessionTable(Duration ttl, LongSupplier nanoClock) {
+        this(ttl, nanoClock, min(ttl.dividedBy(16), MAX_REQUEUE_GRANULARITY));
+    }
+
+    /** With an explicit requeue granularity G (0: exact least-recently-used order, expiry never late). */
+    InMemorySessionTable(Duration ttl, LongSupplier nanoClock, Duration requeueGranularity) {
+        if (ttl.isNegative() || requeueGranularity.isNegative()) {
+            throw new IllegalArgumentException("session TTL and requeue granularity must be >= 0, got "
+                    + ttl + " and " + requeueGranularity);
+        }
+        this.ttlNanos = saturatedNanos(ttl);
+        this.requeueGranularityNanos = saturatedNanos(requeueGranularity);
+        this.nanoClock = nanoClock;
+    }
+
+    public Duration ttl() {
+        return Duration.ofNanos(ttlNanos);
+    }
+
+    @Override
+    public Assignment route(String pool, String sessionId, List<Worker> candidates) {
+        if (candidates.isEmpty()) {
+            throw new IllegalArgumentException("route needs at least one candidate");
+        }
+        long now = nanoClock.getAsLong();
+        lock.lock();
+        try {
+            expireLocked(now, EXPIRY_BATCH_PER_ROUTE);
+            Binding first = byId.get(sessionId);
+            Binding b = first;
+            while (b != null && !b.pool.equals(pool)) {
+                b = b.otherPool;
+            }
+            Outcome outcome;
+            if (b != null) {
+                if (now - b.lastUsedNanos < ttlNanos) {
+                    Worker current = find(candidates, b.worker.url);
+                    if (current != null) {
+                        b.lastUsedNanos = now;
+                        if (now - b.queuedNanos >= requeueGranularityNanos) {
+                            requeue(b, now);
+                        }
+                        return new Assignment(current, Outcome.EXISTING, b.worker.count);
+                    }
+                }
+                unbindWorker(b);
+                outcome = Outcome.REBOUND;
+                rebound++;
+            } else {
+                b = new Binding(sessionId, pool);
+                if (first == null) {
+                    byId.put(sessionId, b);
+                } else {
+                    b.otherPool = first.otherPool;
+                    first.otherPool = b;
+                }
+                linkNewest(b, now);
+                outcome = Outcome.STARTED;
+                started++;
+                active++;
+            }
+            Worker chosen = leastLoadedLocked(candidates, sessionId);
+            WorkerSessions ws = byWorker.computeIfAbsent(chosen.url(), WorkerSessions::new);
+            ws.count++;
+            b.worker = ws;
+            b.lastUsedNanos = now;
+            requeue(b, now);
+            return new Assignment(chosen, outcome, ws.count);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public List<Worker> leastLoaded(List<Worker> candidates) {
+        List<Worker> least = new ArrayList<>(candidates.size());
+        lock.lock();
+        try {
+            int min = Integer.MAX_VALUE;
+            for (Worker w : candidates) {
+                int n = countOf(w.url());
+                if (n < min) {
+                    min = n;
+                    least.clear();
+                }
+                if (n == min) {
+                    least.add(w);
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+        return least;
+    }
+
+    @Override
+    public int release(String sessionId) {
+        lock.lock();
+        try {
+            Binding b = byId.remove(sessionId);
+            int n = 0;
+            for (; b != null; b = b.otherPool) {
+                unbindWorker(b);
+                unlink(b);
+                n++;
+            }
+            active -= n;
+            released += n;
+            return n;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public int expireIdle(int maxEntries) {
+        long now = nanoClock.getAsLong();
+        lock.lock();
+        try {
+            return expireLocked(now, maxEntries);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public SessionStats stats() {
+        lock.lock();
+        try {
+            Map<String, Integer> perWorker = new HashMap<>();
+            byWorker.forEach((url, ws) -> perWorker.put(url, ws.count));
+            return new SessionStats(perWorker, active, started, released, expired, rebound);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private int expireLocked(long now, int maxEntries) {
+        int n = 0;
+        // The head has the oldest queue time and no session was used before it was queued, so when the
+        // head is live every session behind it is live or expired for less than the granularity.
+        while (n < maxEntries && oldest != null && now - oldest.lastUsedNanos >= ttlNanos) {
+            Binding b = oldest;
+            unbindWorker(b);
+            unlink(b);
+            removeFromIndex(b);
+            n++;
+        }
+        active -= n;
+        expired += n;
+        return n;
+    }
+
+    /** Fewest sessions wins; ties go to the highest rendezvous weight for the session id. */
+    private Worker leastLoadedLocked(List<Worker> candidates, String sessionId) {
+        int min = Integer.MAX_VALUE;
+        int ties = 0;
+        Worker first = null;
+        for (Worker w : candidates) {
+            int n = countOf(w.url());
+            if (n < min) {
+                min = n;
+                ties = 1;
+                first = w;
+            } else if (n == min) {
+                ties++;
+            }
+        }
+        if (ties == 1) {
+            return first;
+        }
+        List<Worker> tied = new ArrayList<>(ties);
+        for (Worker w : candidates) {
+            if (countOf(w.url()) == min) {
+                tied.add(w);
+            }
+        }
+        return Rendezvous.highest(tied, sessionId, false);
+    }
+
+    private int countOf(String url) {
+        WorkerSessions ws = byWorker.get(url);
+        return ws == null ? 0 : ws.count;
+    }
+
+    private static Worker find(List<Worker> candidates, String url) {
+        int hash = url.hashCode();
+        for (int i = 0, n = candidates.size(); i < n; i++) {
+            Worker w = candidates.get(i);
+            String u = w.url();
+            if (u == url || (u.hashCode() == hash && u.equals(url))) {
+                return w;
+            }
+        }
+        return null;
+    }
+
+    private void unbindWorker(Binding b) {
+        WorkerSessions ws = b.worker;
+        b.worker = null;
+        if (ws != null && --ws.count == 0) {
+            byWorker.remove(ws.url);
+        }
+    }
+
+    private void removeFromIndex(Binding b) {
+        Binding first = byId.get(b.sessionId);
+        if (first == b) {
+            if (b.otherPool == null) {
+                byId.remove(b.sessionId);
+            } else {
+                byId.put(b.sessionId, b.otherPool);
+            }
+            return;
+        }
+        for (Binding prev = first; prev != null; prev = prev.otherPool) {
+            if (prev.otherPool == b) {
+                prev.otherPool = b.otherPool;
+                return;
+            }
+        }
+    }
+
+    private void linkNewest(Binding b, long now) {
+        b.queuedNanos = now;
+        b.older = newest;
+        b.newer = null;
+        if (newest != null) {
+            newest.newer = b;
+        } else {
+            oldest = b;
+        }
+        newest = b;
+    }
+
+    private void requeue(Binding b, long now) {
+        if (b == newest) {
+            b.queuedNanos = now;
+        } else {
+            unlink(b);
+            linkNewest(b, now);
+        }
+    }
+
+    private void unlink(Binding b) {
+        if (b.older != null) {
+            b.older.newer = b.newer;
+        } else {
+            oldest = b.newer;
+        }
+        if (b.newer != null) {
+            b.newer.older = b.older;
+        } else {
+            newest = b.older;
+        }
+        b.older = null;
+        b.newer = null;
+    }
+
+    private static Duration min(Duration a, Duration b) {
+        return a.compareTo(b) <= 0 ? a : b;
+    }
+
+    private static long saturatedNanos(Duration d) {
+        try {
+            return d.toNanos();
+        } catch (ArithmeticException tooLong) {
+            return Long.MAX_VALUE;
+        }
+    }
+}

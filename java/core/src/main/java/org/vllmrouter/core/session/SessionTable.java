@@ -1,0 +1,50 @@
+package org.vllmrouter.core.session;
+
+import java.util.List;
+import org.vllmrouter.core.worker.Worker;
+
+/**
+ * Sticky-session state of one sticky_least_loaded policy instance: which worker each session is bound
+ * to, how many sessions each worker holds, and when each session was last used.
+ *
+ * <p>Every operation is atomic with respect to the others, so an implementation backed by a shared
+ * store (several router replicas) must run each one as a single transaction or server-side script.
+ * Sessions are scoped by a pool (the request's model), so one id used for two models is two sessions;
+ * counts are per worker URL across pools.
+ */
+public interface SessionTable {
+
+    /** How {@link #route} placed the request. */
+    enum Outcome {
+        /** The session's existing binding was used (and refreshed). */
+        EXISTING,
+        /** A session not tracked before was bound. */
+        STARTED,
+        /** A tracked session moved: its worker is no longer a candidate, or it was idle past the TTL. */
+        REBOUND
+    }
+
+    /** Where a session's request goes, and the session count of that worker afterwards. */
+    record Assignment(Worker worker, Outcome outcome, int activeOnWorker) {
+    }
+
+    /**
+     * Routes one request of session ({@code pool}, {@code sessionId}) among {@code candidates}
+     * (non-empty): keeps the binding when its worker is a candidate and the session has been idle for
+     * less than the TTL, otherwise binds the session to the candidate with the fewest sessions, ties
+     * broken by the highest {@code fbi_hash("<sessionId>:<url>")} and then by candidate order. Lookup,
+     * choice and reservation are one atomic step.
+     */
+    Assignment route(String pool, String sessionId, List<Worker> candidates);
+
+    /** The candidates holding the fewest sessions, in candidate order; changes nothing. */
+    List<Worker> leastLoaded(List<Worker> candidates);
+
+    /** Releases {@code sessionId} in every pool; returns how many bindings that released (0: unknown id). */
+    int release(String sessionId);
+
+    /** Drops at most {@code maxEntries} sessions idle for at least the TTL; returns how many it dropped. */
+    int expireIdle(int maxEntries);
+
+    SessionStats stats();
+}

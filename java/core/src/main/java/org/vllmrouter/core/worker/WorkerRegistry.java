@@ -1,0 +1,101 @@
+package org.vllmrouter.core.worker;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * The set of registered workers. Reads (the routing hot path) see an immutable snapshot without
+ * locking; writes copy the snapshot.
+ */
+public final class WorkerRegistry {
+    private record Snapshot(Map<String, Worker> byUrl, List<Worker> ordered) {
+    }
+
+    private volatile Snapshot snapshot = new Snapshot(Map.of(), List.of());
+
+    /** Registers {@code worker}; false (and nothing changes) when a worker with its URL exists. */
+    public synchronized boolean add(Worker worker) {
+        if (snapshot.byUrl().containsKey(worker.url())) {
+            return false;
+        }
+        Map<String, Worker> next = new LinkedHashMap<>();
+        for (Worker w : snapshot.ordered()) {
+            next.put(w.url(), w);
+        }
+        next.put(worker.url(), worker);
+        publish(next);
+        return true;
+    }
+
+    /** Removes the worker named {@code baseUrl} and every DP rank {@code baseUrl@rank}; returns them. */
+    public synchronized List<Worker> removeByBaseUrl(String baseUrl) {
+        List<Worker> removed = new ArrayList<>();
+        Map<String, Worker> next = new LinkedHashMap<>();
+        for (Worker w : snapshot.ordered()) {
+            if (w.baseUrl().equals(baseUrl) || w.url().equals(baseUrl)) {
+                removed.add(w);
+            } else {
+                next.put(w.url(), w);
+            }
+        }
+        if (!removed.isEmpty()) {
+            publish(next);
+        }
+        return removed;
+    }
+
+    public Optional<Worker> get(String url) {
+        return Optional.ofNullable(snapshot.byUrl().get(url));
+    }
+
+    /** All workers in registration order. */
+    public List<Worker> all() {
+        return snapshot.ordered();
+    }
+
+    public List<Worker> all(WorkerRole role) {
+        List<Worker> out = new ArrayList<>();
+        for (Worker w : snapshot.ordered()) {
+            if (w.role() == role) {
+                out.add(w);
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Available workers (healthy, circuit allows) of {@code role} serving {@code model}, in registration
+     * order. A null model, or a model no registered worker of the role serves, means any model: a
+     * request naming a model whose workers are all down gets no candidates rather than a wrong model.
+     */
+    public List<Worker> candidates(String model, WorkerRole role) {
+        List<Worker> workers = snapshot.ordered();
+        boolean modelServed = false;
+        if (model != null) {
+            for (Worker w : workers) {
+                if (w.role() == role && w.modelId().equals(model)) {
+                    modelServed = true;
+                    break;
+                }
+            }
+        }
+        List<Worker> out = new ArrayList<>(workers.size());
+        for (Worker w : workers) {
+            if (w.role() == role && (!modelServed || w.modelId().equals(model)) && w.isAvailable()) {
+                out.add(w);
+            }
+        }
+        return out;
+    }
+
+    public int size() {
+        return snapshot.ordered().size();
+    }
+
+    private void publish(Map<String, Worker> next) {
+        snapshot = new Snapshot(Map.copyOf(next), List.copyOf(next.values()));
+    }
+}

@@ -1,0 +1,98 @@
+package org.vllmrouter.core.policy;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.vllmrouter.core.config.PolicyNames;
+import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.session.SessionStats;
+import org.vllmrouter.core.worker.Worker;
+import org.vllmrouter.core.worker.WorkerRole;
+
+class PolicyRegistryTest {
+
+    @Test
+    void prefillAndDecodeAreNewInstancesOfTheInheritedPolicy() throws Exception {
+        try (PolicyRegistry reg = new PolicyRegistry(RouterConfig.fromJson("{\"policy\": \"sticky_least_loaded\"}"))) {
+            assertInstanceOf(StickyLeastLoadedPolicy.class, reg.prefillPolicy());
+            assertInstanceOf(StickyLeastLoadedPolicy.class, reg.decodePolicy());
+            assertNotSame(reg.prefillPolicy(), reg.decodePolicy());
+            assertNotSame(reg.defaultPolicy(), reg.prefillPolicy());
+            assertNotSame(reg.defaultPolicy(), reg.decodePolicy());
+        }
+    }
+
+    @Test
+    void explicitRolePoliciesWin() throws Exception {
+        try (PolicyRegistry reg = new PolicyRegistry(RouterConfig.fromJson(
+                "{\"policy\": \"random\", \"prefill_policy\": \"round_robin\", \"decode_policy\": \"power_of_two\"}"))) {
+            assertEquals(PolicyNames.RANDOM, reg.defaultPolicy().name());
+            assertEquals(PolicyNames.ROUND_ROBIN, reg.prefillPolicy().name());
+            assertEquals(PolicyNames.POWER_OF_TWO, reg.decodePolicy().name());
+        }
+    }
+
+    @Test
+    void perModelPoliciesAndFallbackToDefault() throws Exception {
+        try (PolicyRegistry reg = new PolicyRegistry(RouterConfig.fromJson("{\"policy\": \"round_robin\"}"))) {
+            LoadBalancingPolicy m = reg.setModelPolicy("m", PolicyNames.STICKY_LEAST_LOADED);
+            assertSame(m, reg.setModelPolicy("m", PolicyNames.RANDOM), "first setting wins");
+            assertSame(m, reg.policyFor("m"));
+            assertSame(reg.defaultPolicy(), reg.policyFor("other"));
+            assertSame(reg.defaultPolicy(), reg.policyFor(null));
+            reg.removeModelPolicy("m");
+            assertSame(reg.defaultPolicy(), reg.policyFor("m"));
+        }
+    }
+
+    @Test
+    void finishSessionFansOutToEveryInstanceAndStatsSumThem() throws Exception {
+        try (PolicyRegistry reg = new PolicyRegistry(RouterConfig.fromJson("{\"policy\": \"sticky_least_loaded\"}"))) {
+            List<Worker> prefill = List.of(Worker.builder("http://p0:1").role(WorkerRole.PREFILL).build(),
+                    Worker.builder("http://p1:1").role(WorkerRole.PREFILL).build());
+            List<Worker> decode = List.of(Worker.builder("http://d0:1").role(WorkerRole.DECODE).build(),
+                    Worker.builder("http://d1:1").role(WorkerRole.DECODE).build());
+            List<Worker> regular = List.of(Worker.builder("http://r0:1").build());
+            LoadBalancingPolicy perModel = reg.setModelPolicy("m", PolicyNames.STICKY_LEAST_LOADED);
+            for (int i = 0; i < 4; i++) {
+                RoutingRequest r = RoutingRequest.of("s" + i, null, "");
+                reg.prefillPolicy().select(prefill, r);
+                reg.decodePolicy().select(decode, r);
+            }
+            reg.defaultPolicy().select(regular, RoutingRequest.of("s0", null, ""));
+            perModel.select(regular, RoutingRequest.of("s0", "m", ""));
+            SessionStats s = reg.sessionStats();
+            assertEquals(10, s.activeSessions());
+            assertEquals(2, s.activeByWorker().get("http://p0:1"));
+            assertEquals(2, s.activeByWorker().get("http://d1:1"));
+            assertEquals(2, s.activeByWorker().get("http://r0:1"));
+            reg.finishSession("s0");
+            SessionStats after = reg.sessionStats();
+            assertEquals(6, after.activeSessions());
+            assertEquals(4, after.released());
+            assertTrue(!after.activeByWorker().containsKey("http://r0:1"));
+            for (int i = 1; i < 4; i++) {
+                reg.finishSession("s" + i);
+            }
+            assertEquals(0, reg.sessionStats().activeSessions());
+        }
+    }
+
+    @Test
+    void everyPolicyNameBuilds() throws Exception {
+        for (String name : PolicyNames.ALL) {
+            try (PolicyRegistry reg = new PolicyRegistry(RouterConfig.fromJson("{\"policy\": \"" + name + "\"}"))) {
+                assertEquals(name, reg.defaultPolicy().name());
+            }
+        }
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> Policies.create("nope", RouterConfig.defaults()));
+        assertTrue(e.getMessage().contains("Unknown policy 'nope'"));
+    }
+}

@@ -1,0 +1,178 @@
+package org.vllmrouter.core.session;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.RepeatedTest;
+import org.junit.jupiter.api.RepetitionInfo;
+import org.junit.jupiter.api.Test;
+import org.vllmrouter.core.worker.Worker;
+
+class InMemorySessionTableTest {
+    private final AtomicLong clock = new AtomicLong();
+
+    private static List<Worker> workers(int n) {
+        List<Worker> out = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            out.add(Worker.builder("http://w" + i + ":8000").build());
+        }
+        return out;
+    }
+
+    @Test
+    void routeDrainsOnlyABoundedNumberOfExpiredSessionsPerCall() {
+        InMemorySessionTable table = new InMemorySessionTable(Duration.ofSeconds(1), clock::get);
+        List<Worker> ws = workers(2);
+        for (int i = 0; i < 100; i++) {
+            table.route("", "idle-" + i, ws);
+        }
+        clock.addAndGet(Duration.ofSeconds(2).toNanos());
+        table.route("", "fresh", ws);
+        SessionStats s = table.stats();
+        assertEquals(InMemorySessionTable.EXPIRY_BATCH_PER_ROUTE, s.expired());
+        assertEquals(101 - InMemorySessionTable.EXPIRY_BATCH_PER_ROUTE, s.activeSessions());
+        assertEquals(10, table.expireIdle(10));
+        assertEquals(100 - InMemorySessionTable.EXPIRY_BATCH_PER_ROUTE - 10, table.expireIdle(Integer.MAX_VALUE));
+        assertEquals(1, table.stats().activeSessions());
+    }
+
+    @Test
+    void expiryStopsAtTheFirstLiveSessionInUseOrder() {
+        InMemorySessionTable table = new InMemorySessionTable(Duration.ofSeconds(10), clock::get);
+        List<Worker> ws = workers(2);
+        table.route("", "a", ws);
+        table.route("", "b", ws);
+        clock.addAndGet(Duration.ofSeconds(6).toNanos());
+        table.route("", "a", ws);
+        clock.addAndGet(Duration.ofSeconds(5).toNanos());
+        assertEquals(1, table.expireIdle(100), "only b is idle for 10 s");
+        assertEquals(1, table.stats().activeSessions());
+        assertEquals(SessionTable.Outcome.EXISTING, table.route("", "a", ws).outcome());
+    }
+
+    @Test
+    void coarseRequeueingDropsExpiredSessionsAtMostOneGranularityLate() {
+        InMemorySessionTable table = new InMemorySessionTable(Duration.ofSeconds(10), clock::get, Duration.ofSeconds(2));
+        List<Worker> ws = workers(2);
+        table.route("", "head", ws);
+        advanceMillis(1000);
+        table.route("", "behind", ws);
+        advanceMillis(500);
+        table.route("", "head", ws);
+        advanceMillis(9500);
+        assertEquals(0, table.expireIdle(100), "head is live and still first in the queue; behind just expired");
+        assertEquals(SessionTable.Outcome.REBOUND, table.route("", "behind", ws).outcome(),
+                "a revisit decides expiry on the exact last use");
+        advanceMillis(499);
+        assertEquals(0, table.expireIdle(100));
+        advanceMillis(1);
+        assertEquals(1, table.expireIdle(100), "head expires exactly at its last use + TTL");
+    }
+
+    @Test
+    void defaultGranularityIsASixteenthOfTheTtlCappedAtAMinute() {
+        assertEquals(0, expiredAfterHitAt(Duration.ofSeconds(16), 999), "hit within 1 s of queueing: not requeued");
+        assertEquals(1, expiredAfterHitAt(Duration.ofSeconds(16), 1000), "hit 1 s after queueing: requeued");
+        assertEquals(1, expiredAfterHitAt(Duration.ofHours(2), 60_000), "capped at 60 s, not 7200/16 s");
+    }
+
+    /** Sessions a and b start together, a is used again after {@code hitMillis}; how many expire at b's expiry. */
+    private int expiredAfterHitAt(Duration ttl, long hitMillis) {
+        clock.set(0);
+        InMemorySessionTable table = new InMemorySessionTable(ttl, clock::get);
+        List<Worker> ws = workers(1);
+        table.route("", "a", ws);
+        table.route("", "b", ws);
+        advanceMillis(hitMillis);
+        table.route("", "a", ws);
+        clock.set(ttl.toNanos());
+        return table.expireIdle(100);
+    }
+
+    private void advanceMillis(long millis) {
+        clock.addAndGet(Duration.ofMillis(millis).toNanos());
+    }
+
+    @Test
+    void releaseCoversEveryPoolAndIsIdempotent() {
+        InMemorySessionTable table = new InMemorySessionTable(Duration.ofHours(1), clock::get);
+        List<Worker> ws = workers(2);
+        table.route("m1", "x", ws);
+        table.route("m2", "x", ws);
+        table.route("m1", "y", ws);
+        assertEquals(2, table.release("x"));
+        assertEquals(0, table.release("x"));
+        assertEquals(0, table.release("never-seen"));
+        assertEquals(1, table.stats().activeSessions());
+    }
+
+    @Test
+    void expiryOfOneBindingKeepsTheSameIdInOtherPools() {
+        InMemorySessionTable table = new InMemorySessionTable(Duration.ofSeconds(10), clock::get);
+        List<Worker> ws = workers(2);
+        table.route("m1", "x", ws);
+        table.route("m2", "x", ws);
+        table.route("m3", "x", ws);
+        clock.addAndGet(Duration.ofSeconds(6).toNanos());
+        table.route("m1", "x", ws);
+        table.route("m3", "x", ws);
+        clock.addAndGet(Duration.ofSeconds(5).toNanos());
+        assertEquals(1, table.expireIdle(100));
+        assertEquals(SessionTable.Outcome.EXISTING, table.route("m1", "x", ws).outcome());
+        assertEquals(SessionTable.Outcome.EXISTING, table.route("m3", "x", ws).outcome());
+        assertEquals(SessionTable.Outcome.STARTED, table.route("m2", "x", ws).outcome());
+        assertEquals(3, table.release("x"));
+    }
+
+    @Test
+    void leastLoadedListsTiesInCandidateOrderWithoutChangingState() {
+        InMemorySessionTable table = new InMemorySessionTable(Duration.ofHours(1), clock::get);
+        List<Worker> ws = workers(3);
+        Worker busy = table.route("", "s", ws).worker();
+        List<Worker> expected = new ArrayList<>(ws);
+        expected.remove(busy);
+        assertEquals(expected, table.leastLoaded(ws));
+        assertEquals(1, table.stats().activeSessions());
+    }
+
+    @Test
+    void routeWithoutCandidatesIsRejectedWithoutTouchingState() {
+        InMemorySessionTable table = new InMemorySessionTable(Duration.ofHours(1), clock::get);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> table.route("", "s", List.of()));
+        assertTrue(e.getMessage().contains("candidate"));
+        assertEquals(SessionStats.EMPTY, table.stats());
+    }
+
+    @Test
+    void negativeTtlIsRejected() {
+        assertThrows(IllegalArgumentException.class, () -> new InMemorySessionTable(Duration.ofSeconds(-1), clock::get));
+    }
+
+    /** Property: with only new sessions and revisits arriving, counts never differ by more than one. */
+    @RepeatedTest(50)
+    void balanceWithinOneForAnyArrivalOrder(RepetitionInfo rep) {
+        long seed = 0xba1a0000L + rep.getCurrentRepetition();
+        SplittableRandom random = new SplittableRandom(seed);
+        InMemorySessionTable table = new InMemorySessionTable(Duration.ofHours(1), clock::get);
+        List<Worker> ws = workers(2 + random.nextInt(7));
+        int sessions = 1 + random.nextInt(300);
+        for (int i = 0; i < sessions * 3; i++) {
+            table.route("", "s" + random.nextInt(sessions), ws);
+            SessionStats s = table.stats();
+            int min = Integer.MAX_VALUE;
+            int max = 0;
+            for (Worker w : ws) {
+                int n = s.activeByWorker().getOrDefault(w.url(), 0);
+                min = Math.min(min, n);
+                max = Math.max(max, n);
+            }
+            assertTrue(max - min <= 1, "seed=" + seed + " step=" + i + " counts " + s.activeByWorker());
+        }
+    }
+}

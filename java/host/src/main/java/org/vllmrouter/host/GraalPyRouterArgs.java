@@ -1,0 +1,122 @@
+package org.vllmrouter.host;
+
+import java.io.OutputStream;
+import java.util.List;
+import java.util.Objects;
+
+import org.graalvm.polyglot.Context;
+import org.graalvm.polyglot.Engine;
+import org.graalvm.polyglot.PolyglotException;
+import org.graalvm.polyglot.Value;
+import org.graalvm.polyglot.proxy.ProxyArray;
+import org.graalvm.python.embedding.GraalPyResources;
+
+/**
+ * Runs {@code vllm_router/router_args.py} (packed into this jar's GraalPy virtual filesystem)
+ * on an argv, exactly as {@code python -m vllm_router.launch_router} would, and hands back the
+ * RouterConfig JSON.
+ *
+ * <p>Only {@code launch} and {@code print-config} reach this class: it is the one place that
+ * names GraalPy types, so the {@code serve} path and the engine jar never load them.
+ */
+public final class GraalPyRouterArgs implements AutoCloseable {
+
+    /**
+     * One Truffle engine per JVM: contexts created on it share parsed Python code, so a second
+     * context (a test, the in-process bridge) starts faster than the first.
+     */
+    private static final class SharedEngine {
+        static final Engine ENGINE = Engine.newBuilder("python")
+                // A stock JDK has no Graal JIT; GraalPy interprets, which is right for a parse.
+                .option("engine.WarnInterpreterOnly", "false")
+                .build();
+    }
+
+    private final Context context;
+    private final Value configJsonFromArgv;
+
+    private GraalPyRouterArgs(Context context) {
+        this.context = context;
+        this.configJsonFromArgv = context.eval("python", "import vllm_router.bridge.graal as graal\ngraal")
+                .getMember("config_json_from_argv");
+    }
+
+    /** A context whose Python stdout/stderr are this process's. */
+    public static GraalPyRouterArgs open() {
+        return new GraalPyRouterArgs(newContext(null, null));
+    }
+
+    /** A context writing Python's stdout/stderr to the given streams (tests capture them). */
+    public static GraalPyRouterArgs open(OutputStream out, OutputStream err) {
+        return new GraalPyRouterArgs(newContext(Objects.requireNonNull(out), Objects.requireNonNull(err)));
+    }
+
+    /**
+     * A GraalPy context on the shared engine that can import {@code vllm_router} from the jar and
+     * reach the router's Java classes through {@code java.type(...)} (the in-process bridge).
+     */
+    public static Context newContext(OutputStream out, OutputStream err) {
+        Context.Builder builder = GraalPyResources.contextBuilder()
+                .engine(SharedEngine.ENGINE)
+                .allowHostClassLookup(className -> className.startsWith("org.vllmrouter."));
+        if (out != null) {
+            builder.out(out);
+        }
+        if (err != null) {
+            builder.err(err);
+        }
+        return builder.build();
+    }
+
+    /**
+     * Parses {@code argv} with {@code parse_router_args}, validates as {@code launch_router} does
+     * and returns {@code router_args_to_config_json(args)}.
+     *
+     * @throws ArgvRejected when argparse exits (bad flag, {@code --help}) or the arguments are
+     *     invalid; argparse has already written its usage and message to stderr by then
+     */
+    public String configJson(List<String> argv) throws ArgvRejected {
+        try {
+            return configJsonFromArgv.execute(ProxyArray.fromList(List.<Object>copyOf(argv))).asString();
+        } catch (PolyglotException e) {
+            if (e.isExit()) {
+                throw new ArgvRejected(e.getExitStatus(), null);
+            }
+            if (e.isGuestException() && !e.isInternalError()) {
+                throw new ArgvRejected(1, e.getMessage());
+            }
+            throw e;
+        }
+    }
+
+    /** The context, for callers that run more Python in it (the parity test, the bridge test). */
+    public Context context() {
+        return context;
+    }
+
+    @Override
+    public void close() {
+        context.close();
+    }
+
+    /**
+     * The argv did not produce a configuration.
+     *
+     * @param exitCode what {@code python -m vllm_router.launch_router} exits with: argparse's
+     *     status (2 for a usage error, 0 for {@code --help}) or 1 for an invalid value
+     * @param message the error for the user, or null when argparse already printed it
+     */
+    public static final class ArgvRejected extends Exception {
+        private static final long serialVersionUID = 1L;
+        private final int exitCode;
+
+        ArgvRejected(int exitCode, String message) {
+            super(message);
+            this.exitCode = exitCode;
+        }
+
+        public int exitCode() {
+            return exitCode;
+        }
+    }
+}

@@ -1,0 +1,57 @@
+package org.vllmrouter.host;
+
+import java.util.List;
+
+/**
+ * Turns launcher argv into RouterConfig JSON with GraalPy, for {@code launch} and
+ * {@code print-config}.
+ *
+ * <p>Its signatures use JDK types only and GraalPy is touched inside method bodies, so loading
+ * the launcher's commands (as Picocli does for every subcommand) never loads a GraalPy class.
+ */
+final class RouterArgsRunner {
+
+    private RouterArgsRunner() {}
+
+    /** The outcome of parsing: the config JSON, or the exit code the launcher ends with. */
+    record ParsedArgv(String configJson, int exitCode) {}
+
+    static boolean graalPyAvailable() {
+        try {
+            Class.forName("org.graalvm.polyglot.Context", false, RouterArgsRunner.class.getClassLoader());
+            return true;
+        } catch (ClassNotFoundException e) {
+            return false;
+        }
+    }
+
+    /**
+     * Parses {@code argv} as {@code python -m vllm_router.launch_router} would. argparse writes
+     * its own usage, errors and {@code --help} to stdout/stderr; other errors are written here.
+     */
+    static ParsedArgv parse(String command, List<String> argv) {
+        if (!graalPyAvailable()) {
+            System.err.println("vllm-router " + command + ": this build has no GraalPy (it is the engine jar"
+                    + " shipped in the Python wheel). Use `python -m vllm_router.launch_router ...`, or the"
+                    + " vllm-router distribution's bin/vllm-router, or `vllm-router serve --config FILE`.");
+            return new ParsedArgv(null, 1);
+        }
+        try (GraalPyRouterArgs routerArgs = GraalPyRouterArgs.open()) {
+            return new ParsedArgv(routerArgs.configJson(argv), 0);
+        } catch (GraalPyRouterArgs.ArgvRejected rejected) {
+            if (rejected.getMessage() != null) {
+                System.err.println("vllm-router: error: " + rejected.getMessage());
+            }
+            return new ParsedArgv(null, rejected.exitCode());
+        }
+    }
+
+    static int printConfig(List<String> argv) {
+        ParsedArgv parsed = parse("print-config", argv);
+        if (parsed.configJson() == null) {
+            return parsed.exitCode();
+        }
+        System.out.println(parsed.configJson());
+        return 0;
+    }
+}

@@ -1,0 +1,41 @@
+package org.vllmrouter.server;
+
+import io.netty.handler.codec.http.DefaultHttpHeaders;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaders;
+import io.netty.util.AsciiString;
+import java.util.List;
+import java.util.Map;
+
+/** Which headers cross the proxy: hop-by-hop ones never do; the router sets framing and Host itself. */
+final class Hop {
+    static final List<AsciiString> RESPONSE_HOP_HEADERS = List.of(
+            HttpHeaderNames.CONNECTION, AsciiString.cached("keep-alive"), HttpHeaderNames.PROXY_AUTHENTICATE,
+            HttpHeaderNames.PROXY_AUTHORIZATION, HttpHeaderNames.TE, HttpHeaderNames.TRAILER,
+            AsciiString.cached("trailers"), HttpHeaderNames.TRANSFER_ENCODING, HttpHeaderNames.UPGRADE,
+            RequestIdHandler.X_REQUEST_ID);
+
+    private static final List<AsciiString> REQUEST_DROPPED = List.of(
+            HttpHeaderNames.CONNECTION, AsciiString.cached("keep-alive"), AsciiString.cached("proxy-connection"),
+            HttpHeaderNames.PROXY_AUTHORIZATION, HttpHeaderNames.TE, HttpHeaderNames.TRAILER,
+            AsciiString.cached("trailers"), HttpHeaderNames.TRANSFER_ENCODING, HttpHeaderNames.UPGRADE,
+            HttpHeaderNames.HOST, HttpHeaderNames.CONTENT_LENGTH, HttpHeaderNames.EXPECT,
+            AsciiString.cached("x-data-parallel-rank"));
+
+    private Hop() {}
+
+    /** Client headers to forward to a worker; {@code keepAuthorization} is false on the proxy fallback. */
+    static HttpHeaders forwardable(HttpHeaders client, boolean keepAuthorization) {
+        HttpHeaders out = new DefaultHttpHeaders();
+        for (Map.Entry<String, String> e : client) {
+            out.add(e.getKey(), e.getValue());
+        }
+        for (AsciiString name : REQUEST_DROPPED) {
+            out.remove(name);
+        }
+        if (!keepAuthorization) {
+            out.remove(HttpHeaderNames.AUTHORIZATION);
+        }
+        return out;
+    }
+}

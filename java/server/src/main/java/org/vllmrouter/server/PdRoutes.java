@@ -1,0 +1,412 @@
+package org.vllmrouter.server;
+
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
+import io.netty.buffer.CompositeByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.EventLoop;
+import io.netty.handler.codec.http.DefaultHttpHeaders;
+import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaderValues;
+import io.netty.handler.codec.http.HttpHeaders;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import java.io.IOException;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.logging.Logger;
+import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.policy.LoadBalancingPolicy;
+import org.vllmrouter.core.policy.PolicyRegistry;
+import org.vllmrouter.core.worker.Worker;
+import org.vllmrouter.core.worker.WorkerRegistry;
+import org.vllmrouter.core.worker.WorkerRole;
+
+/**
+ * Prefill/decode disaggregation. Prefill and decode workers are chosen independently by their own policy
+ * instances (so sticky sessions pin a worker per role). vLLM two-stage mode (section 5.3): prefill with
+ * {@code max_tokens=1} and {@code do_remote_decode}, then decode with the prefill's {@code kv_transfer_params}.
+ * Bootstrap mode (section 5.2): the request goes to both at once with {@code bootstrap_host/port/room} added and
+ * the decode answer is relayed. The decode request is the client's bytes with the new fields spliced in at the
+ * front of the object, so everything else reaches the worker untouched.
+ */
+final class PdRoutes {
+    private static final Logger LOG = Logger.getLogger(PdRoutes.class.getName());
+    private static final ObjectMapper MAPPER = new ObjectMapper();
+    private static final Set<String> PIPELINE_ROUTES = Set.of("/v1/chat/completions", "/v1/completions",
+            "/inference/v1/generate", "/generate");
+
+    private final boolean vllmMode;
+    private final WorkerRegistry workers;
+    private final PolicyRegistry policies;
+    private final RouterMetrics metrics;
+    private final Duration stageTimeout;
+    private Router router;
+
+    PdRoutes(RouterConfig config, WorkerRegistry workers, PolicyRegistry policies, RouterMetrics metrics) {
+        this.vllmMode = config.vllmPdDisaggregation();
+        this.workers = workers;
+        this.policies = policies;
+        this.metrics = metrics;
+        this.stageTimeout = Duration.ofSeconds(Math.max(1, config.requestTimeoutSecs()));
+    }
+
+    void bind(Router router) {
+        this.router = router;
+    }
+
+    boolean handles(String route) {
+        return PIPELINE_ROUTES.contains(route);
+    }
+
+    /** Takes ownership of {@code request}. */
+    void handle(FrontendHandler front, FullHttpRequest request, RequestPath path, String route, String workerPath,
+                Router.RoutingInput input, Runnable admissionRelease) {
+        String target = path.rawQuery().isEmpty() ? workerPath : workerPath + "?" + path.rawQuery();
+        if (vllmMode && !route.equals("/generate")) {
+            twoStage(front, request, route, target, input, admissionRelease);
+        } else {
+            bootstrap(front, request, route, target, input, admissionRelease);
+        }
+    }
+
+    /** The proxy fallback in PD mode: POST only, through the mode's pipeline on the same path. */
+    void fallback(FrontendHandler front, FullHttpRequest request, RequestPath path, Router.RoutingInput input) {
+        if (!request.method().equals(HttpMethod.POST)) {
+            request.release();
+            front.respond(Responses.text(front.context().alloc(), HttpResponseStatus.METHOD_NOT_ALLOWED,
+                    "Only POST requests are supported for transparent proxy"));
+            return;
+        }
+        String problem = JsonBodyCheck.problem(request.content(), true);
+        if (problem != null) {
+            request.release();
+            front.respond(Responses.jsonError(front.context().alloc(), HttpResponseStatus.BAD_REQUEST, problem));
+            return;
+        }
+        if (vllmMode) {
+            twoStage(front, request, "fallback", path.rawTarget(), input, () -> {});
+        } else {
+            bootstrap(front, request, "fallback", path.rawTarget(), input, () -> {});
+        }
+    }
+
+    private record Pair(Worker prefill, Worker decode) {}
+
+    private Pair select(Router.RoutingInput input) {
+        String model = input.extraction().model();
+        LoadBalancingPolicy prefillPolicy = policies.prefillPolicy();
+        LoadBalancingPolicy decodePolicy = policies.decodePolicy();
+        List<Worker> prefills = workers.candidates(model, WorkerRole.PREFILL);
+        List<Worker> decodes = workers.candidates(model, WorkerRole.DECODE);
+        if (prefills.isEmpty() || decodes.isEmpty()) {
+            return null;
+        }
+        Worker prefill = prefillPolicy.select(prefills, input.request());
+        Worker decode = prefill == null ? null : decodePolicy.select(decodes, input.request());
+        if (prefill == null || decode == null) {
+            return null;
+        }
+        prefill.incrementProcessed();
+        decode.incrementProcessed();
+        metrics.selected(prefillPolicy.name(), prefill.url());
+        metrics.selected(decodePolicy.name(), decode.url());
+        return new Pair(prefill, decode);
+    }
+
+    private void twoStage(FrontendHandler front, FullHttpRequest request, String route, String target,
+                          Router.RoutingInput input, Runnable admissionRelease) {
+        Pair pair = select(input);
+        if (pair == null) {
+            noWorkers(front, request, admissionRelease);
+            return;
+        }
+        long start = System.nanoTime();
+        metrics.pdRequest(route, pair.prefill.url(), pair.decode.url());
+        String requestId = "___prefill_addr_" + hostPort(pair.prefill) + "___decode_addr_" + hostPort(pair.decode) + "_"
+                + UUID.randomUUID().toString().replace("-", "");
+        byte[] prefillBody;
+        try {
+            prefillBody = prefillBody(request.content(), route.equals("/inference/v1/generate"));
+        } catch (IOException e) {
+            request.release();
+            admissionRelease.run();
+            front.respond(Responses.jsonError(front.context().alloc(), HttpResponseStatus.BAD_REQUEST,
+                    "Invalid JSON body: " + e.getMessage()));
+            return;
+        }
+        HttpHeaders stageHeaders = stageHeaders(requestId);
+        EventLoop loop = front.context().channel().eventLoop();
+        Worker prefill = pair.prefill;
+        prefill.incrementLoad();
+        CompletableFuture<ControlClient.Reply> prefillCall = ControlClient.send(loop, HttpMethod.POST,
+                prefill.baseUrl(), target, withRank(stageHeaders, prefill), prefillBody, stageTimeout);
+        front.setExchange(new FrontendHandler.Exchange() {
+            @Override
+            public void onClientGone() {
+                prefillCall.cancel(false);
+            }
+
+            @Override
+            public void onClientWritable() {
+            }
+        });
+        prefillCall.whenComplete((reply, error) -> loop.execute(() -> {
+            prefill.decrementLoad();
+            if (prefillCall.isCancelled()) {
+                policies.prefillPolicy().onComplete(prefill, false);
+                request.release();
+                admissionRelease.run();
+                return;
+            }
+            boolean ok = error == null && reply.ok();
+            prefill.circuitBreaker().recordOutcome(error == null && reply.status() < 500);
+            policies.prefillPolicy().onComplete(prefill, ok);
+            JsonNode kv = ok ? kvTransferParams(reply.body()) : null;
+            if (!ok || kv == MissingJson.INVALID) {
+                String detail = error != null ? "prefill request failed: " + error.getMessage()
+                        : !reply.ok() ? "prefill worker returned HTTP " + reply.status()
+                        : "prefill response is not JSON";
+                metrics.pdPrefillFailed(prefill.url(), "prefill_error");
+                request.release();
+                admissionRelease.run();
+                front.respond(Responses.text(front.context().alloc(), HttpResponseStatus.INTERNAL_SERVER_ERROR,
+                        "Request processing failed: " + detail));
+                return;
+            }
+            if (!front.isActive()) {
+                request.release();
+                admissionRelease.run();
+                return;
+            }
+            ByteBuf decodeBody = kv == null ? request.content().retain()
+                    : splice(request.content(), "\"kv_transfer_params\":" + kv);
+            decode(front, request, route, target, pair.decode, withRank(stageHeaders, pair.decode), decodeBody,
+                    admissionRelease, start, policies.decodePolicy());
+        }));
+    }
+
+    private void bootstrap(FrontendHandler front, FullHttpRequest request, String route, String target,
+                           Router.RoutingInput input, Runnable admissionRelease) {
+        Pair pair = select(input);
+        if (pair == null) {
+            noWorkers(front, request, admissionRelease);
+            return;
+        }
+        long start = System.nanoTime();
+        metrics.pdRequest(route, pair.prefill.url(), pair.decode.url());
+        String host = URI.create(pair.prefill.baseUrl()).getHost();
+        Integer port = pair.prefill.bootstrapPort();
+        String fields = bootstrapFields(quote(host), port == null ? "null" : port.toString(), batchSize(request.content()));
+        EventLoop loop = front.context().channel().eventLoop();
+        Worker prefill = pair.prefill;
+        HttpHeaders headers = Hop.forwardable(request.headers(), true);
+        ByteBuf prefillBody = splice(request.content(), fields);
+        byte[] prefillBytes = ByteBufUtil.getBytes(prefillBody);
+        prefillBody.release();
+        prefill.incrementLoad();
+        // The prefill answer is not needed (no logprob merge); it is read and dropped in the background.
+        ControlClient.send(loop, HttpMethod.POST, prefill.baseUrl(), target, withRank(headers, prefill), prefillBytes,
+                        stageTimeout)
+                .whenComplete((reply, error) -> {
+                    prefill.decrementLoad();
+                    boolean ok = error == null && reply.ok();
+                    prefill.circuitBreaker().recordOutcome(error == null && reply.status() < 500);
+                    policies.prefillPolicy().onComplete(prefill, ok);
+                    if (!ok) {
+                        metrics.pdPrefillFailed(prefill.url(), "prefill_error");
+                        LOG.warning("Prefill request to " + prefill.url() + " failed: "
+                                + (error != null ? error.getMessage() : "HTTP " + reply.status()));
+                    }
+                });
+        decode(front, request, route, target, pair.decode, withRank(headers, pair.decode),
+                splice(request.content(), fields), admissionRelease, start, policies.decodePolicy());
+    }
+
+    /**
+     * {@code bootstrap_host/port/room} for one request, or, for a batch of n ({@code text} a list, or
+     * {@code input_ids} a list of lists), n-element lists of them with a fresh room per element.
+     */
+    static String bootstrapFields(String quotedHost, String port, int batch) {
+        ThreadLocalRandom random = ThreadLocalRandom.current();
+        if (batch < 0) {
+            return "\"bootstrap_host\":" + quotedHost + ",\"bootstrap_port\":" + port
+                    + ",\"bootstrap_room\":" + random.nextLong(0, Long.MAX_VALUE);
+        }
+        StringBuilder hosts = new StringBuilder("[");
+        StringBuilder ports = new StringBuilder("[");
+        StringBuilder rooms = new StringBuilder("[");
+        for (int i = 0; i < batch; i++) {
+            String sep = i == 0 ? "" : ",";
+            hosts.append(sep).append(quotedHost);
+            ports.append(sep).append(port);
+            rooms.append(sep).append(random.nextLong(0, Long.MAX_VALUE));
+        }
+        return "\"bootstrap_host\":" + hosts + "],\"bootstrap_port\":" + ports + "],\"bootstrap_room\":" + rooms + "]";
+    }
+
+    /** The batch size of an SGLang generate body, or -1 for a single request. */
+    static int batchSize(ByteBuf body) {
+        try (JsonParser p = Router.bodySource(body).open(Json.FACTORY)) {
+            if (p.nextToken() != JsonToken.START_OBJECT) {
+                return -1;
+            }
+            while (p.nextToken() == JsonToken.FIELD_NAME) {
+                String name = p.currentName();
+                JsonToken value = p.nextToken();
+                if (value == JsonToken.START_ARRAY && (name.equals("text") || name.equals("input_ids"))) {
+                    int elements = 0;
+                    boolean nested = false;
+                    JsonToken element;
+                    while ((element = p.nextToken()) != JsonToken.END_ARRAY && element != null) {
+                        nested |= element == JsonToken.START_ARRAY;
+                        p.skipChildren();
+                        elements++;
+                    }
+                    // A flat input_ids list is one tokenised prompt; a text list is a batch of prompts.
+                    return name.equals("text") || nested ? elements : -1;
+                }
+                p.skipChildren();
+            }
+        } catch (IOException e) {
+            return -1;
+        }
+        return -1;
+    }
+
+    private void decode(FrontendHandler front, FullHttpRequest request, String route, String target, Worker decode,
+                        HttpHeaders headers, ByteBuf body, Runnable admissionRelease, long start,
+                        LoadBalancingPolicy decodePolicy) {
+        FullHttpRequest decodeRequest = request.replace(body);
+        request.release();
+        boolean[] used = new boolean[1];
+        router.proxy(front, decodeRequest, route, target, headers, unreachable -> {
+            if (used[0]) {
+                return null;
+            }
+            used[0] = true;
+            return decode;
+        }, Router.NO_AVAILABLE_WORKERS, admissionRelease, decodePolicy, RetryPolicy.NONE,
+                (status, success, worker) -> {
+                    metrics.pdDuration(route, (System.nanoTime() - start) / 1e9);
+                    if (!success) {
+                        metrics.pdDecodeFailed(decode.url());
+                    }
+                });
+    }
+
+    private void noWorkers(FrontendHandler front, FullHttpRequest request, Runnable admissionRelease) {
+        request.release();
+        admissionRelease.run();
+        front.respond(Responses.text(front.context().alloc(), HttpResponseStatus.SERVICE_UNAVAILABLE,
+                Router.NO_AVAILABLE_WORKERS));
+    }
+
+    private static HttpHeaders stageHeaders(String requestId) {
+        HttpHeaders headers = new DefaultHttpHeaders();
+        headers.set(HttpHeaderNames.CONTENT_TYPE, HttpHeaderValues.APPLICATION_JSON);
+        headers.set("X-Request-Id", requestId);
+        String key = System.getenv("OPENAI_API_KEY");
+        if (key != null && !key.isEmpty()) {
+            headers.set(HttpHeaderNames.AUTHORIZATION, "Bearer " + key);
+        }
+        return headers;
+    }
+
+    private static HttpHeaders withRank(HttpHeaders headers, Worker worker) {
+        HttpHeaders copy = headers.copy();
+        if (worker.dpRank() >= 0) {
+            copy.set(ProxyExchange.DP_RANK_HEADER, worker.dpRank());
+        }
+        return copy;
+    }
+
+    private static String hostPort(Worker worker) {
+        WorkerAddress address = WorkerAddress.of(worker.baseUrl());
+        return address.host() + ":" + address.port();
+    }
+
+    /** The prefill-stage body of section 5.3: one token, no streaming, and a request to keep the KV for decode. */
+    static byte[] prefillBody(ByteBuf original, boolean samplingParams) throws IOException {
+        JsonNode tree = MAPPER.readTree(ByteBufUtil.getBytes(original));
+        if (!(tree instanceof ObjectNode body)) {
+            throw new IOException("expected a JSON object");
+        }
+        ObjectNode limits = body;
+        if (samplingParams) {
+            JsonNode sp = body.get("sampling_params");
+            limits = sp instanceof ObjectNode existing ? existing : body.putObject("sampling_params");
+        }
+        limits.put("max_tokens", 1);
+        if (limits.has("max_completion_tokens")) {
+            limits.put("max_completion_tokens", 1);
+        }
+        JsonNode min = limits.get("min_tokens");
+        if (samplingParams && min == null) {
+            limits.put("min_tokens", 1);
+        } else if (min != null && min.isNumber() && min.asLong() > 1) {
+            limits.put("min_tokens", 1);
+        }
+        body.put("stream", false);
+        body.remove("stream_options");
+        ObjectNode kv = body.putObject("kv_transfer_params");
+        kv.put("do_remote_decode", true);
+        kv.put("do_remote_prefill", false);
+        kv.putNull("remote_engine_id");
+        kv.putNull("remote_block_ids");
+        kv.putNull("remote_host");
+        kv.putNull("remote_port");
+        return MAPPER.writeValueAsBytes(body);
+    }
+
+    /** Sentinel for a prefill reply that is not a JSON object. */
+    private static final class MissingJson {
+        static final JsonNode INVALID = MAPPER.createObjectNode();
+    }
+
+    /** The prefill reply's top-level kv_transfer_params, null when absent, {@link MissingJson#INVALID} when unreadable. */
+    private static JsonNode kvTransferParams(byte[] reply) {
+        try {
+            JsonNode tree = MAPPER.readTree(reply);
+            if (!(tree instanceof ObjectNode)) {
+                return MissingJson.INVALID;
+            }
+            JsonNode kv = tree.get("kv_transfer_params");
+            return kv == null || kv.isNull() ? null : kv;
+        } catch (IOException e) {
+            return MissingJson.INVALID;
+        }
+    }
+
+    /** {@code {<fields>,<rest of the original object>}}: new members first, original bytes untouched after them. */
+    static ByteBuf splice(ByteBuf object, String fields) {
+        int open = object.forEachByte(b -> b != '{');
+        ByteBuf rest = object.retainedSlice(open + 1, object.writerIndex() - open - 1);
+        boolean empty = isEmptyObjectTail(rest);
+        ByteBuf head = Unpooled.copiedBuffer("{" + fields + (empty ? "" : ","), StandardCharsets.UTF_8);
+        CompositeByteBuf out = Unpooled.compositeBuffer(2);
+        out.addComponents(true, head, rest);
+        return out;
+    }
+
+    private static boolean isEmptyObjectTail(ByteBuf rest) {
+        int i = rest.forEachByte(b -> b == ' ' || b == '\t' || b == '\n' || b == '\r');
+        return i >= 0 && rest.getByte(i) == '}';
+    }
+
+    private static String quote(String s) {
+        return '"' + new String(com.fasterxml.jackson.core.io.JsonStringEncoder.getInstance().quoteAsString(s)) + '"';
+    }
+}

@@ -1,0 +1,414 @@
+package org.vllmrouter.server;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.EventLoop;
+import io.netty.handler.codec.http.DefaultFullHttpRequest;
+import io.netty.handler.codec.http.DefaultHttpResponse;
+import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.HttpContent;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaderValues;
+import io.netty.handler.codec.http.HttpHeaders;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpObject;
+import io.netty.handler.codec.http.HttpResponse;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.HttpVersion;
+import io.netty.handler.codec.http.LastHttpContent;
+import io.netty.util.ReferenceCountUtil;
+import io.netty.util.concurrent.Future;
+import java.util.HashSet;
+import java.util.Set;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import org.vllmrouter.core.worker.Worker;
+
+/**
+ * One proxied request: picks a worker per attempt, forwards the body bytes untouched over a pooled connection of
+ * the client's event loop, and relays the answer part by part as it arrives. Retryable statuses and transport
+ * failures are retried with backoff until the response head has been relayed; after that the exchange is
+ * committed. A client that leaves cancels the worker request by closing its connection (vLLM aborts the
+ * generation). The worker's load counter and the admission token are released exactly once; everything here
+ * runs on one event loop, so plain fields suffice.
+ */
+final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Exchange {
+
+    /**
+     * Chooses the worker of one attempt; null when none is available. {@code unreachable} holds the workers this
+     * request already failed to reach, so a retry (and a sticky session bound to a dead worker) moves elsewhere.
+     */
+    interface Selector {
+        Worker select(Set<Worker> unreachable);
+    }
+
+    /** Hears the end of the exchange: the final status and whether it counts as success. */
+    interface Completion {
+        void completed(int status, boolean success, Worker lastWorker);
+    }
+
+    static final String DP_RANK_HEADER = "X-data-parallel-rank";
+    private static final int MAX_STALE_CONNECTIONS = 3;
+
+    private final ProxyContext context;
+    private final FrontendHandler front;
+    private final EventLoop loop;
+    private final HttpMethod method;
+    private final String target;
+    private final HttpHeaders headers;
+    private final ByteBuf body;
+    private final Selector selector;
+    private final String noWorkerMessage;
+    private final Runnable admissionRelease;
+    private final Completion completion;
+
+    private int attempt;
+    private Worker worker;
+    private Channel backend;
+    private boolean draining;
+    private boolean relaying;
+    private boolean backendKeepAlive;
+    private boolean admissionReleased;
+    private boolean finished;
+    private int relayedStatus;
+    private Worker lastWorker;
+    private final Set<Worker> unreachable = new HashSet<>(2);
+    /** The current connection served an earlier exchange, so the worker may have closed it while it sat idle. */
+    private boolean reusedConnection;
+    private int staleConnections;
+    private ScheduledFuture<?> timeout;
+
+    /**
+     * @param headers headers to send to the worker (hop-by-hop ones already removed); Host, Content-Length and the
+     *                DP rank are set per attempt
+     * @param body    owned by the exchange from now on
+     */
+    ProxyExchange(ProxyContext context, FrontendHandler front, HttpMethod method, String target, HttpHeaders headers,
+                  ByteBuf body, Selector selector, String noWorkerMessage, Runnable admissionRelease, Completion completion) {
+        this.context = context;
+        this.front = front;
+        this.loop = front.context().channel().eventLoop();
+        this.method = method;
+        this.target = target;
+        this.headers = headers;
+        this.body = body;
+        this.selector = selector;
+        this.noWorkerMessage = noWorkerMessage;
+        this.admissionRelease = admissionRelease;
+        this.completion = completion;
+    }
+
+    void start() {
+        front.setExchange(this);
+        if (!front.isActive()) {
+            onClientGone();
+            return;
+        }
+        timeout = loop.schedule(this::onTimeout, context.requestTimeoutNanos(), TimeUnit.NANOSECONDS);
+        attempt();
+    }
+
+    private void attempt() {
+        if (finished) {
+            return;
+        }
+        attempt++;
+        Worker chosen;
+        try {
+            chosen = selector.select(unreachable);
+        } catch (RuntimeException e) {
+            respondLocally(HttpResponseStatus.INTERNAL_SERVER_ERROR, "Worker selection failed: " + e.getMessage());
+            return;
+        }
+        if (chosen == null) {
+            respondLocally(HttpResponseStatus.SERVICE_UNAVAILABLE, noWorkerMessage);
+            return;
+        }
+        worker = chosen;
+        chosen.incrementLoad();
+        context.pools().acquire(loop, chosen.baseUrl()).addListener((Future<Channel> f) -> onAcquired(f, chosen));
+    }
+
+    private void onAcquired(Future<Channel> acquired, Worker chosen) {
+        if (!acquired.isSuccess()) {
+            if (!finished) {
+                attemptFailed("Request failed: " + describe(acquired.cause()));
+            }
+            return;
+        }
+        Channel channel = acquired.getNow();
+        if (finished || worker != chosen) {
+            WorkerPools.release(channel);
+            return;
+        }
+        backend = channel;
+        reusedConnection = WorkerPools.wasUsed(channel);
+        BackendHandler.attach(channel, this);
+        FullHttpRequest request = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, method, target, body.retainedDuplicate());
+        request.headers().set(headers);
+        request.headers().set(HttpHeaderNames.HOST, WorkerAddress.of(chosen.baseUrl()).hostHeader());
+        request.headers().setInt(HttpHeaderNames.CONTENT_LENGTH, body.readableBytes());
+        if (chosen.dpRank() >= 0) {
+            request.headers().set(DP_RANK_HEADER, chosen.dpRank());
+        }
+        channel.writeAndFlush(request).addListener((ChannelFutureListener) w -> {
+            if (!w.isSuccess() && backend == w.channel()) {
+                dropBackend();
+                connectionLost(w.cause());
+            }
+        });
+    }
+
+    /**
+     * The worker connection failed before any answer. A pooled connection the worker closed while idle is replaced
+     * on the spot (the request never reached the worker, so neither the attempt nor the worker's health counts it);
+     * anything else is a failed attempt.
+     */
+    private void connectionLost(Throwable cause) {
+        Worker chosen = worker;
+        if (reusedConnection && chosen != null && staleConnections < MAX_STALE_CONNECTIONS) {
+            staleConnections++;
+            context.pools().acquire(loop, chosen.baseUrl()).addListener((Future<Channel> f) -> onAcquired(f, chosen));
+        } else {
+            attemptFailed("Request failed: " + describe(cause));
+        }
+    }
+
+    @Override
+    public void onBackendPart(HttpObject part) {
+        if (finished) {
+            ReferenceCountUtil.release(part);
+            return;
+        }
+        if (part instanceof HttpResponse head) {
+            onHead(head);
+        }
+        if (part instanceof HttpContent content) {
+            if (relaying) {
+                boolean last = content instanceof LastHttpContent;
+                front.sendPart(content);
+                if (last) {
+                    onBodyDone();
+                    finish(relayedStatus, successStatus(relayedStatus));
+                } else if (!front.isWritable()) {
+                    backend.config().setAutoRead(false);
+                }
+            } else {
+                boolean last = content instanceof LastHttpContent;
+                content.release();
+                if (last && draining) {
+                    draining = false;
+                    onBodyDone();
+                    retryLater();
+                }
+            }
+        } else if (!(part instanceof HttpResponse)) {
+            ReferenceCountUtil.release(part);
+        }
+    }
+
+    private void onHead(HttpResponse head) {
+        int status = head.status().code();
+        if (status == 100) {
+            return;
+        }
+        backendKeepAlive = HttpUtil.isKeepAlive(head);
+        boolean success = successStatus(status);
+        recordOutcome(success);
+        if (RetryPolicy.retryableStatus(status) && attempt < context.retry().maxAttempts()) {
+            draining = true;
+            return;
+        }
+        if (RetryPolicy.retryableStatus(status) && attempt > 1) {
+            context.metrics().retriesExhausted(context.route());
+        }
+        relaying = true;
+        relayedStatus = status;
+        releaseAdmission();
+        front.sendHead(relayedHead(head));
+    }
+
+    @Override
+    public void onBackendReadComplete() {
+        if (relaying && !finished) {
+            front.flush();
+        }
+    }
+
+    @Override
+    public void onBackendClosed(Throwable cause) {
+        backend = null;
+        if (finished) {
+            return;
+        }
+        if (relaying) {
+            // The head is out, so the status cannot change any more: cut the client off so it sees a broken body.
+            releaseWorker(false);
+            front.abort();
+            finish(relayedStatus, false);
+        } else if (draining) {
+            draining = false;
+            releaseWorker(false);
+            retryLater();
+        } else {
+            connectionLost(cause);
+        }
+    }
+
+    @Override
+    public void onClientGone() {
+        if (finished) {
+            return;
+        }
+        // Closing the worker connection is how vLLM learns to abort the generation.
+        dropBackend();
+        finish(499, false);
+    }
+
+    @Override
+    public void onClientWritable() {
+        if (backend != null) {
+            backend.config().setAutoRead(true);
+        }
+    }
+
+    private void onTimeout() {
+        if (finished) {
+            return;
+        }
+        dropBackend();
+        if (relaying) {
+            front.abort();
+            finish(relayedStatus, false);
+        } else {
+            respondLocally(HttpResponseStatus.GATEWAY_TIMEOUT,
+                    "Request timed out after " + TimeUnit.NANOSECONDS.toSeconds(context.requestTimeoutNanos()) + "s");
+        }
+    }
+
+    /** A transport failure (no head received): retry if attempts remain, else answer 500 as upstream does. */
+    private void attemptFailed(String message) {
+        recordOutcome(false);
+        if (worker != null) {
+            unreachable.add(worker);
+        }
+        releaseWorker(false);
+        if (attempt < context.retry().maxAttempts()) {
+            retryLater();
+        } else {
+            if (attempt > 1) {
+                context.metrics().retriesExhausted(context.route());
+            }
+            respondLocally(HttpResponseStatus.INTERNAL_SERVER_ERROR, message);
+        }
+    }
+
+    private void retryLater() {
+        releaseWorker(false);
+        long delay = context.retry().backoffNanos(attempt);
+        context.metrics().retry(context.route(), attempt, delay / 1e9);
+        loop.schedule(this::attempt, delay, TimeUnit.NANOSECONDS);
+    }
+
+    /** The worker finished sending its response: its connection goes back to the pool if it can be reused. */
+    private void onBodyDone() {
+        Channel channel = backend;
+        backend = null;
+        if (channel != null) {
+            BackendHandler.detach(channel);
+            channel.config().setAutoRead(true);
+            if (backendKeepAlive) {
+                WorkerPools.release(channel);
+            } else {
+                channel.close();
+            }
+        }
+        releaseWorker(relaying && successStatus(relayedStatus));
+    }
+
+    private void dropBackend() {
+        Channel channel = backend;
+        backend = null;
+        draining = false;
+        if (channel != null) {
+            BackendHandler.detach(channel);
+            channel.close();
+        }
+    }
+
+    private void recordOutcome(boolean success) {
+        Worker w = worker;
+        if (w != null) {
+            w.circuitBreaker().recordOutcome(success);
+            context.metrics().circuitOutcome(w.url(), success);
+        }
+    }
+
+    private void releaseWorker(boolean success) {
+        Worker w = worker;
+        if (w != null) {
+            worker = null;
+            lastWorker = w;
+            w.decrementLoad();
+            context.onWorkerDone(w, success);
+        }
+    }
+
+    private void releaseAdmission() {
+        if (!admissionReleased) {
+            admissionReleased = true;
+            admissionRelease.run();
+        }
+    }
+
+    private void respondLocally(HttpResponseStatus status, String message) {
+        dropBackend();
+        front.respond(Responses.text(front.context().alloc(), status, message));
+        finish(status.code(), false);
+    }
+
+    private void finish(int status, boolean success) {
+        if (finished) {
+            return;
+        }
+        finished = true;
+        if (timeout != null) {
+            timeout.cancel(false);
+        }
+        releaseWorker(success);
+        releaseAdmission();
+        body.release();
+        completion.completed(status, success, lastWorker);
+    }
+
+    /** Upstream's circuit-breaker rule: 2xx and 4xx are the worker doing its job. */
+    private static boolean successStatus(int status) {
+        return (status >= 200 && status < 300) || (status >= 400 && status < 500);
+    }
+
+    /** Worker response head minus hop-by-hop headers; re-framed chunked when the worker gave no length. */
+    private static HttpResponse relayedHead(HttpResponse head) {
+        HttpResponse out = new DefaultHttpResponse(HttpVersion.HTTP_1_1, head.status());
+        HttpHeaders h = out.headers();
+        h.set(head.headers());
+        for (CharSequence name : Hop.RESPONSE_HOP_HEADERS) {
+            h.remove(name);
+        }
+        int code = head.status().code();
+        boolean bodiless = code == 204 || code == 304 || code < 200;
+        if (!bodiless && !h.contains(HttpHeaderNames.CONTENT_LENGTH)) {
+            h.set(HttpHeaderNames.TRANSFER_ENCODING, HttpHeaderValues.CHUNKED);
+        }
+        return out;
+    }
+
+    private static String describe(Throwable cause) {
+        if (cause == null) {
+            return "connection closed";
+        }
+        String message = cause.getMessage();
+        return message == null ? cause.getClass().getSimpleName() : message;
+    }
+}

@@ -1,0 +1,297 @@
+package org.vllmrouter.server;
+
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.ChannelPipeline;
+import io.netty.channel.EventLoop;
+import io.netty.channel.EventLoopGroup;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpObjectAggregator;
+import io.netty.handler.codec.http.HttpServerCodec;
+import io.netty.handler.codec.http.cors.CorsConfig;
+import io.netty.handler.codec.http.cors.CorsConfigBuilder;
+import io.netty.handler.codec.http.cors.CorsHandler;
+import io.netty.handler.timeout.IdleStateHandler;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.logging.Logger;
+import org.vllmrouter.core.config.ConfigException;
+import org.vllmrouter.core.config.PrefillUrl;
+import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.policy.PolicyRegistry;
+import org.vllmrouter.core.session.SessionStats;
+import org.vllmrouter.core.worker.Worker;
+import org.vllmrouter.core.worker.WorkerRegistry;
+import org.vllmrouter.core.worker.WorkerRole;
+
+/**
+ * A running router: the HTTP listener, the Prometheus listener, the worker registry and policies, the health
+ * checker and the session sweeper. {@link #start} returns once both ports are bound; {@link #close} stops
+ * accepting, lets in-flight requests finish for a bounded time, then releases everything.
+ */
+public final class RouterServer implements AutoCloseable {
+    private static final Logger LOG = Logger.getLogger(RouterServer.class.getName());
+    /** Connections idle this long between requests (or stalled mid-request) are closed. */
+    private static final int CLIENT_IDLE_SECS = 120;
+    private static final int MAX_INITIAL_LINE = 64 * 1024;
+    private static final int MAX_HEADER_SIZE = 64 * 1024;
+    /** How long {@link #close()} waits for in-flight requests. */
+    static final Duration DRAIN_TIMEOUT = Duration.ofSeconds(30);
+    /** Idle sessions are swept off the routing path this often, a bounded batch per policy at a time. */
+    private static final int SWEEP_INTERVAL_SECS = 10;
+    private static final int SWEEP_BATCH = 10_000;
+
+    private final RouterConfig config;
+    private final EventLoopGroup group;
+    private final WorkerRegistry workers;
+    private final PolicyRegistry policies;
+    private final WorkerPools pools;
+    private final Router router;
+    private final HealthChecker healthChecker;
+    private final ScheduledFuture<?> sweeper;
+    private final Channel listener;
+    private final Channel metricsListener;
+    private final Object closeLock = new Object();
+    private boolean closed;
+
+    private RouterServer(RouterConfig config, EventLoopGroup group, WorkerRegistry workers, PolicyRegistry policies,
+                         WorkerPools pools, Router router, HealthChecker healthChecker, ScheduledFuture<?> sweeper,
+                         Channel listener, Channel metricsListener) {
+        this.config = config;
+        this.group = group;
+        this.workers = workers;
+        this.policies = policies;
+        this.pools = pools;
+        this.router = router;
+        this.healthChecker = healthChecker;
+        this.sweeper = sweeper;
+        this.listener = listener;
+        this.metricsListener = metricsListener;
+    }
+
+    public static RouterServer start(RouterConfig config) throws ConfigException, RouterStartException {
+        config.validate();
+        EventLoopGroup group = Transport.newGroup(Math.max(1, Runtime.getRuntime().availableProcessors()), "vllm-router");
+        PolicyRegistry policies = new PolicyRegistry(config);
+        WorkerRegistry workers = new WorkerRegistry();
+        WorkerPools pools = new WorkerPools();
+        HealthChecker healthChecker = null;
+        ScheduledFuture<?> sweeper = null;
+        Channel listener = null;
+        try {
+            RouterMetrics metrics = new RouterMetrics(workers::all, policies::sessionStats);
+            WorkerFactory factory = new WorkerFactory(config, metrics);
+            List<Worker> initial = initialWorkers(config, factory);
+            EventLoop control = group.next();
+            awaitStartupHealth(config, control, initial);
+            initial.forEach(workers::add);
+
+            healthChecker = new HealthChecker(workers, control, config.healthCheckEndpoint(),
+                    config.healthCheckIntervalSecs(), config.healthCheckTimeoutSecs());
+            healthChecker.start();
+            sweeper = control.scheduleAtFixedRate(() -> policies.expireIdleSessions(SWEEP_BATCH),
+                    SWEEP_INTERVAL_SECS, SWEEP_INTERVAL_SECS, TimeUnit.SECONDS);
+
+            AdmissionLimiter limiter = new AdmissionLimiter(config.maxConcurrentRequests(),
+                    config.rateLimitTokensPerSecond(), config.queueSize(), config.queueTimeoutSecs(), control);
+            AdminRoutes admin = new AdminRoutes(config, workers, policies, factory);
+            PdRoutes pd = config.pdDisaggregation() || config.vllmPdDisaggregation()
+                    ? new PdRoutes(config, workers, policies, metrics) : null;
+            Router router = new Router(config, workers, policies, pools, metrics, limiter, admin, pd);
+            if (pd != null) {
+                pd.bind(router);
+            }
+            listener = bind(group, config.host(), config.port(), routerInitializer(config, router), "router");
+            Channel metricsListener = bind(group, config.effectivePrometheusHost(), config.effectivePrometheusPort(),
+                    metricsInitializer(metrics), "Prometheus");
+            LOG.info("Router ready | workers: " + workers.all().stream().map(Worker::url).toList());
+            LOG.info("Starting server on " + config.host() + ":" + ((InetSocketAddress) listener.localAddress()).getPort());
+            return new RouterServer(config, group, workers, policies, pools, router, healthChecker, sweeper, listener,
+                    metricsListener);
+        } catch (RouterStartException | RuntimeException e) {
+            if (healthChecker != null) {
+                healthChecker.close();
+            }
+            if (sweeper != null) {
+                sweeper.cancel(false);
+            }
+            if (listener != null) {
+                listener.close();
+            }
+            pools.close();
+            policies.close();
+            group.shutdownGracefully(0, 0, TimeUnit.SECONDS).syncUninterruptibly();
+            throw e;
+        }
+    }
+
+    private static List<Worker> initialWorkers(RouterConfig config, WorkerFactory factory) {
+        List<Worker> out = new ArrayList<>();
+        if (config.pdDisaggregation() || config.vllmPdDisaggregation()) {
+            for (PrefillUrl prefill : config.prefillUrls()) {
+                out.addAll(factory.create(prefill.url(), WorkerRole.PREFILL, prefill.bootstrapPort()));
+            }
+            for (String decode : config.decodeUrls()) {
+                out.addAll(factory.create(decode, WorkerRole.DECODE, null));
+            }
+        } else {
+            for (String url : config.workerUrls()) {
+                out.addAll(factory.create(url, WorkerRole.REGULAR, null));
+            }
+        }
+        return out;
+    }
+
+    /** Upstream waits until at least one configured worker answers its health check before serving. */
+    private static void awaitStartupHealth(RouterConfig config, EventLoop loop, List<Worker> initial)
+            throws RouterStartException {
+        if (initial.isEmpty()) {
+            return;
+        }
+        List<String> bases = initial.stream().map(Worker::baseUrl).distinct().toList();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(config.workerStartupTimeoutSecs());
+        boolean healthy = StartupWait.untilHealthy(loop, bases, config.healthCheckEndpoint(),
+                Math.max(1, config.workerStartupCheckInterval()), deadline).join();
+        if (!healthy) {
+            StringBuilder hosts = new StringBuilder("[");
+            for (int i = 0; i < bases.size(); i++) {
+                hosts.append(i == 0 ? "\"" : ", \"").append(bases.get(i)).append('"');
+            }
+            throw new RouterStartException("Timeout " + config.workerStartupTimeoutSecs() + "s waiting for hosts "
+                    + hosts.append(']') + " to become healthy. Please set --router-worker-startup-timeout-secs "
+                    + "(vllm_router.launch_server) or --worker-startup-timeout-secs (vllm_worker.router) to a larger value",
+                    null);
+        }
+    }
+
+    private static ChannelInitializer<Channel> routerInitializer(RouterConfig config, Router router) {
+        CorsConfig cors = corsConfig(config.corsAllowedOrigins());
+        int maxBody = (int) Math.min(Integer.MAX_VALUE, config.maxPayloadSize());
+        return new ChannelInitializer<>() {
+            @Override
+            protected void initChannel(Channel ch) {
+                ChannelPipeline p = ch.pipeline();
+                p.addLast(new IdleStateHandler(CLIENT_IDLE_SECS, 0, 0, TimeUnit.SECONDS));
+                p.addLast(new HttpServerCodec(MAX_INITIAL_LINE, MAX_HEADER_SIZE, 8192));
+                p.addLast(new RequestIdHandler(config.requestIdHeaders()));
+                p.addLast(new RequestGuard());
+                p.addLast(new CorsHandler(cors));
+                p.addLast(new HttpObjectAggregator(maxBody));
+                p.addLast(new FrontendHandler(router));
+            }
+        };
+    }
+
+    private static CorsConfig corsConfig(List<String> origins) {
+        if (origins == null || origins.isEmpty()) {
+            return CorsConfigBuilder.forAnyOrigin()
+                    .allowedRequestMethods(HttpMethod.GET, HttpMethod.POST, HttpMethod.PUT, HttpMethod.DELETE,
+                            HttpMethod.PATCH, HttpMethod.HEAD, HttpMethod.OPTIONS)
+                    .allowedRequestHeaders("*")
+                    .exposeHeaders("*")
+                    .maxAge(3600)
+                    .build();
+        }
+        return CorsConfigBuilder.forOrigins(origins.toArray(String[]::new))
+                .allowedRequestMethods(HttpMethod.GET, HttpMethod.POST, HttpMethod.OPTIONS)
+                .allowedRequestHeaders("Content-Type", "Authorization")
+                .exposeHeaders(RequestIdHandler.X_REQUEST_ID.toString())
+                .maxAge(3600)
+                .build();
+    }
+
+    private static ChannelInitializer<Channel> metricsInitializer(RouterMetrics metrics) {
+        MetricsHandler handler = new MetricsHandler(metrics.registry);
+        return new ChannelInitializer<>() {
+            @Override
+            protected void initChannel(Channel ch) {
+                ch.pipeline().addLast(new HttpServerCodec(), new HttpObjectAggregator(64 * 1024), handler);
+            }
+        };
+    }
+
+    private static Channel bind(EventLoopGroup group, String host, int port, ChannelInitializer<Channel> init,
+                                String what) throws RouterStartException {
+        ServerBootstrap bootstrap = new ServerBootstrap()
+                .group(group)
+                .channel(Transport.serverChannel())
+                .option(ChannelOption.SO_BACKLOG, 1024)
+                .option(ChannelOption.SO_REUSEADDR, true)
+                .childOption(ChannelOption.TCP_NODELAY, true)
+                .childOption(ChannelOption.SO_KEEPALIVE, true)
+                .childHandler(init);
+        try {
+            return bootstrap.bind(host, port).sync().channel();
+        } catch (Exception e) {
+            throw new RouterStartException("Failed to bind the " + what + " listener on " + host + ":" + port + ": "
+                    + e.getMessage(), e);
+        }
+    }
+
+    public int port() {
+        return ((InetSocketAddress) listener.localAddress()).getPort();
+    }
+
+    public int metricsPort() {
+        return ((InetSocketAddress) metricsListener.localAddress()).getPort();
+    }
+
+    public String url() {
+        String host = config.host();
+        String shown = host.contains(":") && !host.startsWith("[") ? "[" + host + "]" : host;
+        return "http://" + shown + ":" + port();
+    }
+
+    public void finishSession(String sessionId) {
+        policies.finishSession(sessionId);
+    }
+
+    public SessionStats sessionStats() {
+        return policies.sessionStats();
+    }
+
+    WorkerRegistry workers() {
+        return workers;
+    }
+
+    /** Stops accepting, waits up to {@link #DRAIN_TIMEOUT} for in-flight requests, then releases everything. */
+    @Override
+    public void close() {
+        close(DRAIN_TIMEOUT);
+    }
+
+    void close(Duration drainTimeout) {
+        synchronized (closeLock) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+        }
+        router.startDraining();
+        listener.close().syncUninterruptibly();
+        metricsListener.close().syncUninterruptibly();
+        long deadline = System.nanoTime() + drainTimeout.toNanos();
+        while (router.inFlight() > 0 && System.nanoTime() - deadline < 0) {
+            try {
+                Thread.sleep(10);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+        }
+        if (router.inFlight() > 0) {
+            LOG.warning("Shutting down with " + router.inFlight() + " request(s) still in flight");
+        }
+        healthChecker.close();
+        sweeper.cancel(false);
+        pools.close();
+        policies.close();
+        group.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
+    }
+}

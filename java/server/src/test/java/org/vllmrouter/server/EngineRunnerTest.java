@@ -1,0 +1,176 @@
+package org.vllmrouter.server;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.io.BufferedReader;
+import java.io.ByteArrayOutputStream;
+import java.io.PipedInputStream;
+import java.io.PipedOutputStream;
+import java.io.PrintStream;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.net.ServerSocket;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.vllmrouter.mock.MockConfig;
+import org.vllmrouter.mock.MockWorkers;
+
+/**
+ * The engine-process protocol: ready/error line and exit codes in-process, the SIGTERM drain in a child JVM
+ * (signals and exit status need a process of their own).
+ */
+@ExtendWith(NoLeaks.class)
+class EngineRunnerTest {
+    static MockWorkers mock;
+
+    @BeforeAll
+    static void start() {
+        mock = MockWorkers.start(MockConfig.builder().count(1).build());
+    }
+
+    @AfterAll
+    static void stop() {
+        mock.close();
+    }
+
+    private static Process spawn() throws Exception {
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        ProcessBuilder pb = new ProcessBuilder(java, "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp",
+                System.getProperty("java.class.path"),
+                EngineMain.class.getName());
+        pb.redirectError(ProcessBuilder.Redirect.DISCARD);
+        return pb.start();
+    }
+
+    private static JsonNode firstLine(Process p) throws Exception {
+        BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
+        String line = out.readLine();
+        assertTrue(line != null, "no line on stdout");
+        return TestHttp.JSON.readTree(line);
+    }
+
+    private static void send(Process p, String config) throws Exception {
+        try (OutputStream in = p.getOutputStream()) {
+            in.write((config + "\n").getBytes(StandardCharsets.UTF_8));
+        }
+    }
+
+    @Test
+    void sigtermDrainsInFlightRequestsAndExitsZero() throws Exception {
+        mock.worker(0).knobs().slowStreamMs(150);
+        Process p = spawn();
+        try {
+            send(p, TestHttp.JSON.writeValueAsString(Fixture.base(mock.urls())));
+            JsonNode ready = firstLine(p);
+            assertEquals("ready", ready.get("event").asText(), ready.toString());
+            assertNotEquals(0, ready.get("port").asInt());
+            assertNotEquals(0, ready.get("metrics_port").asInt());
+            assertEquals("http://127.0.0.1:" + ready.get("port").asInt(), ready.get("url").asText());
+            String stream = "{\"prompt\":\"drain me\",\"max_tokens\":4,\"stream\":true}";
+            CompletableFuture<HttpResponse<String>> inFlight = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return TestHttp.post(ready.get("url").asText() + "/v1/completions", stream);
+                } catch (Exception e) {
+                    throw new RuntimeException(e);
+                }
+            });
+            assertTrue(ResilienceTest.eventually(() -> mock.worker(0).inFlight() == 1));
+            p.destroy();
+            HttpResponse<String> finished = inFlight.get(30, TimeUnit.SECONDS);
+            assertEquals(200, finished.statusCode());
+            assertTrue(finished.body().contains("[DONE]"), finished.body());
+            assertTrue(p.waitFor(30, TimeUnit.SECONDS));
+            assertEquals(0, p.exitValue());
+        } finally {
+            mock.worker(0).knobs().slowStreamMs(0);
+            p.destroyForcibly();
+        }
+    }
+
+    @Test
+    void lifelineEofStopsTheEngine() throws Exception {
+        PipedOutputStream stdin = new PipedOutputStream();
+        PipedInputStream engineIn = new PipedInputStream(stdin);
+        CapturedStdout stdout = new CapturedStdout();
+        CompletableFuture<Integer> exit = CompletableFuture.supplyAsync(() -> EngineRunner.serve(engineIn, true));
+        try {
+            stdin.write((TestHttp.JSON.writeValueAsString(Fixture.base(mock.urls())) + "\n").getBytes(StandardCharsets.UTF_8));
+            stdin.flush();
+            assertTrue(ResilienceTest.eventually(() -> !stdout.text().isEmpty()));
+            JsonNode ready = TestHttp.JSON.readTree(stdout.text());
+            assertEquals("ready", ready.get("event").asText());
+            assertEquals(200, TestHttp.get(ready.get("url").asText() + "/health").statusCode());
+            stdin.close();
+            assertEquals(0, exit.get(30, TimeUnit.SECONDS));
+        } finally {
+            stdout.restore();
+        }
+    }
+
+    @Test
+    void configErrorsAndBindFailuresPrintAnErrorLine() throws Exception {
+        CapturedStdout stdout = new CapturedStdout();
+        int invalid;
+        try {
+            invalid = EngineRunner.serve(stream("{\"policy\":\"nope\",\"port\":0,\"prometheus_port\":0}"), false);
+        } finally {
+            stdout.restore();
+        }
+        JsonNode error = TestHttp.JSON.readTree(stdout.text());
+        assertEquals("error", error.get("event").asText());
+        assertTrue(error.get("message").asText().contains("nope"), error.toString());
+        assertNotEquals(0, invalid);
+
+        try (ServerSocket taken = new ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
+            Map<String, Object> cfg = Fixture.base(List.of());
+            cfg.put("port", taken.getLocalPort());
+            CapturedStdout clashOut = new CapturedStdout();
+            int clash;
+            try {
+                clash = EngineRunner.serve(stream(TestHttp.JSON.writeValueAsString(cfg)), false);
+            } finally {
+                clashOut.restore();
+            }
+            JsonNode bindError = TestHttp.JSON.readTree(clashOut.text());
+            assertEquals("error", bindError.get("event").asText());
+            assertTrue(bindError.get("message").asText().contains(Integer.toString(taken.getLocalPort())));
+            assertNotEquals(0, clash);
+        }
+    }
+
+    private static java.io.InputStream stream(String text) {
+        return new java.io.ByteArrayInputStream(text.getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** Swaps System.out for a buffer while an in-process engine prints its protocol line. */
+    private static final class CapturedStdout {
+        private final PrintStream original = System.out;
+        private final ByteArrayOutputStream buffer = new ByteArrayOutputStream();
+
+        CapturedStdout() {
+            System.setOut(new PrintStream(buffer, true, StandardCharsets.UTF_8));
+        }
+
+        String text() {
+            synchronized (buffer) {
+                return buffer.toString(StandardCharsets.UTF_8).trim();
+            }
+        }
+
+        void restore() {
+            System.setOut(original);
+        }
+    }
+}

@@ -1,0 +1,155 @@
+"""The process bridge against the real engine: handshake, errors, signals, lifeline, logs."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from helpers import child_pids, free_port, http, pid_alive, wait_healthy, wait_until
+from vllm_router import Router, RouterArgs
+
+STOP_WITHIN_SECS = 10.0
+
+
+@pytest.fixture(scope="module")
+def idle_router(engine_jar):
+    """One router with no workers on ephemeral ports, shared by the read-only checks."""
+    with Router.from_args(RouterArgs(port=0, prometheus_port=0)).launch() as handle:
+        yield handle
+
+
+def test_ready_handshake_with_port_zero(idle_router):
+    assert idle_router.port > 0
+    assert idle_router.metrics_port and idle_router.metrics_port > 0
+    assert idle_router.metrics_port != idle_router.port
+    assert idle_router.url == f"http://127.0.0.1:{idle_router.port}"
+    assert http("GET", idle_router.url + "/health")[0] == 200
+
+
+def test_bad_config_is_value_error_with_engine_message(engine_jar):
+    with pytest.raises(ValueError) as excinfo:
+        Router.from_args(RouterArgs(port=0, prometheus_port=0, cache_threshold=1.5)).launch()
+    assert str(excinfo.value).startswith("Configuration validation failed")
+
+
+def test_invalid_worker_url_is_value_error(engine_jar):
+    with pytest.raises(ValueError, match="URL must start with http://, https://, or grpc://"):
+        Router.from_args(RouterArgs(port=0, prometheus_port=0, worker_urls=["ftp://w:1"])).launch()
+
+
+def test_port_in_use_is_runtime_error(engine_jar):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        with pytest.raises(RuntimeError) as excinfo:
+            Router.from_args(RouterArgs(port=port, prometheus_port=0)).launch()
+        assert not isinstance(excinfo.value, ValueError)
+
+
+LAUNCH_SCRIPT = textwrap.dedent("""
+    import sys
+    from vllm_router.launch_router import launch_router
+    from vllm_router.router_args import RouterArgs
+    launch_router(RouterArgs(port=int(sys.argv[1]), prometheus_port=0, policy="sticky_least_loaded"))
+""")
+
+
+def start_launcher(port: int, stderr) -> subprocess.Popen:
+    """A Python process that calls launch_router, as a trainer's child process does."""
+    return subprocess.Popen([sys.executable, "-c", LAUNCH_SCRIPT, str(port)],
+                            stdout=subprocess.DEVNULL, stderr=stderr)
+
+
+def launched_jvm(launcher: subprocess.Popen) -> int:
+    assert wait_until(lambda: child_pids(launcher.pid), 10), "no engine JVM started"
+    return child_pids(launcher.pid)[0]
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
+def test_stop_signal_drains_and_exits_zero(engine_jar, tmp_path, stop_signal):
+    port = free_port()
+    with open(tmp_path / "router.log", "wb") as log:
+        launcher = start_launcher(port, log)
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", alive=lambda: launcher.poll() is None)
+        jvm = launched_jvm(launcher)
+        launcher.send_signal(stop_signal)
+        assert launcher.wait(STOP_WITHIN_SECS) == 0
+        assert wait_until(lambda: not pid_alive(jvm), 2), "engine JVM outlived launch_router"
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+
+
+def test_sigkill_of_parent_leaves_no_jvm(engine_jar, tmp_path):
+    port = free_port()
+    with open(tmp_path / "router.log", "wb") as log:
+        launcher = start_launcher(port, log)
+    wait_healthy(f"http://127.0.0.1:{port}", alive=lambda: launcher.poll() is None)
+    jvm = launched_jvm(launcher)
+    launcher.kill()
+    launcher.wait()
+    try:
+        assert wait_until(lambda: not pid_alive(jvm), 5), "engine JVM orphaned after SIGKILL of its parent"
+    finally:
+        if pid_alive(jvm):
+            os.kill(jvm, signal.SIGKILL)
+
+
+def test_engine_logs_reach_redirected_stderr(engine_jar, tmp_path):
+    port = free_port()
+    log_path = tmp_path / "router.log"
+    with open(log_path, "wb") as log:
+        launcher = start_launcher(port, log)
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", alive=lambda: launcher.poll() is None)
+        launcher.terminate()
+        launcher.wait(STOP_WITHIN_SECS)
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+    text = log_path.read_text(errors="replace")
+    assert str(port) in text, f"engine log lines missing from the redirected stderr:\n{text}"
+
+
+def test_engine_death_is_nonzero_exit(engine_jar, tmp_path):
+    port = free_port()
+    with open(tmp_path / "router.log", "wb") as log:
+        launcher = start_launcher(port, log)
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", alive=lambda: launcher.poll() is None)
+        os.kill(launched_jvm(launcher), signal.SIGKILL)
+        assert launcher.wait(STOP_WITHIN_SECS) != 0
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+
+
+def test_startup_fails_fast_when_java_is_unusable(monkeypatch, tmp_path):
+    monkeypatch.setenv("VLLM_ROUTER_JAVA", str(tmp_path / "no-java"))
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="VLLM_ROUTER_JAVA"):
+        Router.from_args(RouterArgs(port=0)).launch()
+    assert time.monotonic() - started < 5
+
+
+def test_module_cli_reports_bad_config_and_exits_nonzero(engine_jar):
+    completed = subprocess.run(
+        [sys.executable, "-m", "vllm_router.launch_router", "--port", "0", "--prometheus-port", "0",
+         "--worker-urls", "ftp://w:1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60,
+    )
+    assert completed.returncode == 1
+    assert "Error starting router: Configuration validation failed" in completed.stderr
+
+
+def test_console_script_help():
+    completed = subprocess.run(["vllm-router", "--help"], stdout=subprocess.PIPE, text=True, timeout=30)
+    assert completed.returncode == 0
+    assert "--policy" in completed.stdout and "sticky_least_loaded" in completed.stdout

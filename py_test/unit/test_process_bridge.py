@@ -1,0 +1,111 @@
+"""The process bridge's side of the protocol, against scripted stand-in engines (no JVM needed).
+
+The real engine is exercised in py_test/test_bridge.py; these cover the failure paths that a
+real engine cannot be made to take on demand.
+"""
+
+import stat
+import sys
+import textwrap
+import time
+
+import pytest
+
+from vllm_router.bridge import EngineConfigError, EngineStartupError
+from vllm_router.bridge.process import start_engine
+
+
+@pytest.fixture
+def scripted_engine(tmp_path, monkeypatch):
+    """Install a stand-in 'java' that runs the given Python body instead of the engine."""
+
+    def install(body: str):
+        home = tmp_path / "java-home"
+        (home / "bin").mkdir(parents=True)
+        (home / "release").write_text('JAVA_VERSION="25.0.0"\n')
+        script = tmp_path / "engine.py"
+        script.write_text("import json, sys, time\nconfig = json.loads(sys.stdin.readline())\n"
+                          + textwrap.dedent(body))
+        java = home / "bin" / "java"
+        java.write_text(f"#!/bin/sh\nexec {sys.executable} {script}\n")
+        java.chmod(java.stat().st_mode | stat.S_IXUSR)
+        jar = tmp_path / "engine.jar"
+        jar.write_bytes(b"")
+        monkeypatch.setenv("VLLM_ROUTER_JAVA", str(java))
+        monkeypatch.setenv("VLLM_ROUTER_ENGINE_JAR", str(jar))
+        monkeypatch.setenv("VLLM_ROUTER_AOT_CACHE", "0")
+
+    return install
+
+
+READY = 'print(json.dumps({"event": "ready", "url": "http://127.0.0.1:4321", "port": 4321, "metrics_port": 4322}), flush=True)\n'
+
+
+def test_ready_line_after_other_stdout_output(scripted_engine, capfd):
+    scripted_engine('print("some library chatter", flush=True)\n' + READY + """
+print("after ready", flush=True)
+sys.stdin.read()  # lifeline
+""")
+    engine = start_engine('{"port": 0}')
+    assert (engine.port, engine.metrics_port, engine.url) == (4321, 4322, "http://127.0.0.1:4321")
+    engine._close_lifeline()
+    assert engine.wait(5) == 0
+    out = capfd.readouterr().out
+    assert "some library chatter" in out and "after ready" in out
+
+
+def test_config_gets_the_json_line_and_lifeline_eof_stops(scripted_engine):
+    scripted_engine(READY + """
+sys.stdin.read()
+sys.exit(0 if config == {"policy": "sticky_least_loaded"} else 3)
+""")
+    engine = start_engine('{"policy": "sticky_least_loaded"}')
+    engine._close_lifeline()
+    assert engine.wait(5) == 0
+
+
+def test_config_error_is_value_error(scripted_engine):
+    scripted_engine("""
+print(json.dumps({"event": "error", "message": "Configuration validation failed: bad port"}), flush=True)
+sys.exit(2)
+""")
+    with pytest.raises(EngineConfigError, match="^Configuration validation failed: bad port$") as excinfo:
+        start_engine("{}")
+    assert isinstance(excinfo.value, ValueError)
+
+
+def test_other_error_is_runtime_error(scripted_engine):
+    scripted_engine("""
+print(json.dumps({"event": "error", "message": "Address already in use"}), flush=True)
+sys.exit(1)
+""")
+    with pytest.raises(EngineStartupError, match="Address already in use") as excinfo:
+        start_engine("{}")
+    assert not isinstance(excinfo.value, ValueError)
+
+
+def test_death_before_ready_fails_fast(scripted_engine):
+    scripted_engine("sys.exit(7)\n")
+    started = time.monotonic()
+    with pytest.raises(EngineStartupError, match="exited with status 7 before it was ready"):
+        start_engine("{}")
+    assert time.monotonic() - started < 3
+
+
+def test_startup_timeout(scripted_engine):
+    scripted_engine("time.sleep(30)\n")
+    with pytest.raises(EngineStartupError, match="not ready within 0.5 s"):
+        start_engine("{}", startup_timeout=0.5)
+
+
+def test_sigterm_requests_drain(scripted_engine):
+    scripted_engine("""
+import signal
+signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+""" + READY + """
+while True:
+    time.sleep(0.05)
+""")
+    engine = start_engine("{}")
+    assert engine.is_running()
+    assert engine.stop(5) == 0

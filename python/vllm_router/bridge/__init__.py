@@ -1,0 +1,49 @@
+"""How Python reaches the Java engine, without JNI.
+
+Two bridges share one shape, so `vllm_router.router` does not care which one runs:
+
+* `process` (CPython): the engine in a child JVM, configured over stdin, which also serves as
+  the lifeline.
+* `graal` (GraalPy): the engine in the same JVM, owned by the launcher module.
+
+Each bridge module provides `start_engine(config_json: str, startup_timeout: Optional[float])`
+returning an engine handle with `url`, `port`, `metrics_port`, `wait(timeout=None) -> int`
+(blocks until the engine has stopped, returns its exit status), `request_stop()` (begin the
+graceful drain, returns at once), `stop(timeout) -> int` (drain, then force), `is_running()`,
+`stop_requested`, `finish_session(session_id)` and `session_stats() -> dict` (shaped like the
+router's `GET /sessions` answer: `active_by_worker`, `active_sessions`, `started`, `released`,
+`expired`, `rebound`). `start_engine` raises `EngineConfigError` when the engine rejects the
+configuration and `EngineStartupError` for any other start-up failure.
+"""
+
+
+class EngineConfigError(ValueError):
+    """The engine rejected the configuration; the message is the engine's own text."""
+
+
+class EngineStartupError(RuntimeError):
+    """The engine could not start (no Java, cannot bind, died early, ...)."""
+
+
+# Engine error messages that mean "your configuration is wrong" (upstream's ValueError cases).
+CONFIG_ERROR_PREFIXES = ("Configuration error", "Configuration validation failed")
+
+
+def startup_error(message: str) -> Exception:
+    """The exception a caller sees for the engine's `{"event":"error"}` message."""
+    if message.startswith(CONFIG_ERROR_PREFIXES):
+        return EngineConfigError(message)
+    return EngineStartupError(message)
+
+
+def client_url(bind_host: str, port: int) -> str:
+    """The URL a client on this machine uses to reach a listener bound to `bind_host`."""
+    if bind_host in ("", "0.0.0.0"):
+        host = "127.0.0.1"
+    elif bind_host == "::":
+        host = "[::1]"
+    elif ":" in bind_host and not bind_host.startswith("["):
+        host = f"[{bind_host}]"
+    else:
+        host = bind_host
+    return f"http://{host}:{port}"

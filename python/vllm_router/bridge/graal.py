@@ -1,0 +1,110 @@
+"""The GraalPy bridge: Python running inside the router's JVM drives the engine in-process.
+
+Two users:
+  * the `vllm-router launch` / `print-config` launcher, which parses its argv here with the same
+    `router_args.py` CPython runs (`config_json_from_argv`);
+  * `Router.launch()` / `Router.start()` when the interpreter is GraalPy (`start_engine`): the
+    engine starts in this JVM (`RouterServer.start(RouterConfig.fromJson(json))`) and session
+    calls are direct Java calls instead of HTTP.
+
+`start_engine` returns the engine handle every bridge returns (see `bridge/__init__.py`), plus
+`finish_session(id)` and `session_stats()` as direct calls. `java` is imported inside the
+functions that need it, so this module imports on any runtime.
+"""
+
+import threading
+from typing import Optional
+
+from vllm_router.bridge import EngineConfigError, EngineStartupError
+from vllm_router.router_args import parse_router_args, router_args_to_config_json
+
+_ROUTER_SERVER = "org.vllmrouter.server.RouterServer"
+_ROUTER_CONFIG = "org.vllmrouter.core.config.RouterConfig"
+_CONFIG_EXCEPTION = "org.vllmrouter.core.config.ConfigException"
+
+
+def config_json_from_argv(argv) -> str:
+    """What `python -m vllm_router.launch_router ARGV` hands the engine, as JSON.
+
+    argparse errors and --help raise SystemExit exactly as on CPython; invalid values raise
+    ValueError with the CPython message.
+    """
+    args = parse_router_args([str(a) for a in argv])
+    args._validate_router_args()
+    return router_args_to_config_json(args)
+
+
+def start_engine(config_json: str, startup_timeout: Optional[float] = None) -> "InProcessEngine":
+    """Start the engine in this JVM; returns once it listens.
+
+    `startup_timeout` is accepted for the bridge interface: `RouterServer.start` returns when the
+    engine is bound, there is no child process to wait for.
+    """
+    import java
+
+    try:
+        config = java.type(_ROUTER_CONFIG).fromJson(config_json)
+        server = java.type(_ROUTER_SERVER).start(config)
+    except java.type(_CONFIG_EXCEPTION) as e:
+        raise EngineConfigError(str(e.getMessage())) from None
+    except java.type("java.lang.Exception") as e:
+        raise EngineStartupError(f"Router engine failed to start: {e.getMessage()}") from None
+    return InProcessEngine(server)
+
+
+class InProcessEngine:
+    """A `RouterServer` running in this JVM."""
+
+    def __init__(self, server):
+        self._server = server
+        self.port: int = int(server.port())
+        self.metrics_port: int = int(server.metricsPort())
+        self.url: str = str(server.url())
+        self.stop_requested = False
+        self._stopped = threading.Event()
+        self._stop_lock = threading.Lock()
+
+    def finish_session(self, session_id: str) -> None:
+        """Release a session now, as `POST /finish_session`; an unknown id is a no-op."""
+        self._server.finishSession(str(session_id))
+
+    def session_stats(self) -> dict:
+        """The session counters, shaped like the router's `GET /sessions` answer."""
+        stats = self._server.sessionStats()
+        by_worker = stats.activeByWorker()
+        return {
+            "active_by_worker": {str(url): int(by_worker.get(url)) for url in by_worker.keySet()},
+            "active_sessions": int(stats.activeSessions()),
+            "started": int(stats.started()),
+            "released": int(stats.released()),
+            "expired": int(stats.expired()),
+            "rebound": int(stats.rebound()),
+        }
+
+    def is_running(self) -> bool:
+        return not self._stopped.is_set()
+
+    def request_stop(self) -> None:
+        """Begin the graceful drain on a background thread and return at once."""
+        with self._stop_lock:
+            if self.stop_requested:
+                return
+            self.stop_requested = True
+        threading.Thread(target=self._close, name="vllm-router-stop", daemon=True).start()
+
+    def wait(self, timeout: Optional[float] = None) -> int:
+        """Block until the engine has stopped; returns its status, 0. TimeoutError on timeout."""
+        if not self._stopped.wait(timeout):
+            raise TimeoutError(f"router engine still running after {timeout} s")
+        return 0
+
+    def stop(self, timeout: Optional[float] = None) -> int:
+        """Drain and stop; `RouterServer.close` bounds the drain itself."""
+        self.request_stop()
+        return self.wait(timeout)
+
+    def _close(self) -> None:
+        try:
+            self._server.close()
+        finally:
+            self._stopped.set()

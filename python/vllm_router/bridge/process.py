@@ -1,0 +1,262 @@
+"""CPython bridge: the engine runs in a child JVM.
+
+Protocol (see ARCHITECTURE.md, "Process bridge protocol"):
+1. `java <jvm options> -cp <engine jar> org.vllmrouter.host.Main serve --config -`
+2. The config JSON and a newline go to the child's stdin, which then stays open: it is the
+   lifeline. EOF (this process died, even by SIGKILL) makes the engine drain and exit.
+3. The child prints exactly one JSON line on stdout: `{"event":"ready","url":...,"port":...,
+   "metrics_port":...}` or `{"event":"error","message":...}` followed by a non-zero exit.
+4. Logs go to stderr, which the child inherits, so a caller that redirected fd 2 captures them.
+"""
+
+import json
+import os
+import queue
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import List, Optional
+
+from . import EngineStartupError, client_url, startup_error
+from .class_cache import jvm_options as class_cache_options
+from .java_runtime import JavaRuntime, find_java
+
+ENGINE_MAIN_CLASS = "org.vllmrouter.host.Main"
+ENGINE_JAR_NAME = "vllm-router-engine.jar"
+# How often the wait for the ready line checks that the child is still alive.
+CHILD_POLL_INTERVAL_SECS = 0.02
+# Extra time for a graceful drain beyond what the engine bounds itself to.
+DEFAULT_STOP_TIMEOUT_SECS = 30.0
+ADMIN_HTTP_TIMEOUT_SECS = 10.0
+
+
+def engine_jar() -> Path:
+    """The engine jar: $VLLM_ROUTER_ENGINE_JAR, else the copy shipped inside this package."""
+    override = os.environ.get("VLLM_ROUTER_ENGINE_JAR")
+    jar = Path(override) if override else Path(__file__).resolve().parent.parent / "_engine" / ENGINE_JAR_NAME
+    if not jar.is_file():
+        raise EngineStartupError(
+            f"Router engine jar not found at {jar}. Install the package from a build that "
+            "includes it (`make demo` or `make test` in the source tree copies "
+            "java/host/target/vllm-router-engine.jar into python/vllm_router/_engine/), "
+            "or set VLLM_ROUTER_ENGINE_JAR."
+        )
+    return jar
+
+
+def engine_command(java: JavaRuntime, jar: Path, arguments: List[str],
+                   class_cache: bool = False, main_class: str = ENGINE_MAIN_CLASS) -> List[str]:
+    """The command line that runs `main_class <arguments>` from the engine jar.
+
+    `class_cache` adds the AOT class cache, which is trained on `serve`: only `serve` uses it.
+    """
+    return [java.executable, *jvm_options(java, jar, class_cache), "-cp", str(jar),
+            main_class, *arguments]
+
+
+def jvm_options(java: JavaRuntime, jar: Path, class_cache: bool) -> List[str]:
+    """JVM flags chosen for start-up time and a small footprint, plus $VLLM_ROUTER_JVM_OPTS."""
+    options = [
+        # The router keeps little heap; the serial collector starts fastest and needs no threads.
+        "-XX:+UseSerialGC",
+        # Netty loads its native transport through System.loadLibrary; allow it without the
+        # JVM's four-line warning on every start.
+        "--enable-native-access=ALL-UNNAMED",
+    ]
+    options += shlex.split(os.environ.get("VLLM_ROUTER_JVM_OPTS", ""))
+    if class_cache:
+        options += class_cache_options(java, jar, options)
+    return options
+
+
+class EngineProcess:
+    """A running engine JVM. Create with `start_engine`."""
+
+    def __init__(self, process: subprocess.Popen, ready: dict, config: dict):
+        self._process = process
+        self.port: int = ready["port"]
+        self.metrics_port: Optional[int] = ready.get("metrics_port")
+        # The ready line names the bind address; clients need one they can connect to.
+        self.url: str = client_url(config.get("host", "127.0.0.1"), self.port)
+        self.pid: int = process.pid
+        self._admin_api_key: Optional[str] = config.get("admin_api_key")
+        self._stop_requested = False
+
+    def finish_session(self, session_id: str) -> None:
+        """`POST /finish_session?session_id=...`; an unknown id is a no-op."""
+        self._admin_request("POST", "/finish_session?session_id=" + urllib.parse.quote(session_id, safe=""), b"")
+
+    def session_stats(self) -> dict:
+        """The router's `GET /sessions` answer."""
+        return json.loads(self._admin_request("GET", "/sessions"))
+
+    def _admin_request(self, method: str, path: str, body: Optional[bytes] = None) -> bytes:
+        request = urllib.request.Request(self.url + path, data=body, method=method)
+        if self._admin_api_key:
+            request.add_header("Authorization", f"Bearer {self._admin_api_key}")
+        try:
+            with urllib.request.urlopen(request, timeout=ADMIN_HTTP_TIMEOUT_SECS) as response:
+                return response.read()
+        except urllib.error.HTTPError as e:
+            detail = e.read().decode("utf-8", errors="replace")
+            raise RuntimeError(f"{method} {path} failed with HTTP {e.code}: {detail}") from None
+        except urllib.error.URLError as e:
+            raise RuntimeError(f"{method} {path} failed: {e.reason}") from None
+
+    def is_running(self) -> bool:
+        return self._process.poll() is None
+
+    @property
+    def stop_requested(self) -> bool:
+        return self._stop_requested
+
+    def request_stop(self) -> None:
+        """Ask the engine to stop accepting and drain (SIGTERM); returns at once."""
+        self._stop_requested = True
+        if self._process.poll() is None:
+            try:
+                self._process.send_signal(signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+    def wait(self, timeout: Optional[float] = None) -> int:
+        """Block until the engine exits; its exit status (negative: killed by that signal)."""
+        return self._process.wait(timeout)
+
+    def stop(self, timeout: float = DEFAULT_STOP_TIMEOUT_SECS) -> int:
+        """Graceful drain, then SIGKILL if the engine is still running after `timeout`."""
+        self.request_stop()
+        try:
+            status = self._process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            status = self._process.wait()
+        self._close_lifeline()
+        return status
+
+    def _close_lifeline(self) -> None:
+        if self._process.stdin and not self._process.stdin.closed:
+            try:
+                self._process.stdin.close()
+            except OSError:
+                pass
+
+
+def start_engine(config_json: str, startup_timeout: Optional[float] = None) -> EngineProcess:
+    """Start the engine with this RouterConfig JSON and wait for its ready line.
+
+    Raises EngineConfigError (a ValueError) when the engine rejects the configuration,
+    EngineStartupError (a RuntimeError) on any other failure, including the child dying first
+    and `startup_timeout` seconds passing without a ready line.
+    """
+    config = json.loads(config_json)
+    java = find_java()
+    jar = engine_jar()
+    command = engine_command(java, jar, ["serve", "--config", "-"], class_cache=True)
+    try:
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=None,  # inherited: engine logs land wherever this process's fd 2 goes
+        )
+    except OSError as e:
+        raise EngineStartupError(f"Could not run {java.executable}: {e}") from e
+
+    try:
+        process.stdin.write(config_json.encode("utf-8") + b"\n")
+        process.stdin.flush()
+    except BrokenPipeError:
+        pass  # the child died at once; the wait below reports how
+
+    events: "queue.Queue[dict]" = queue.Queue()
+    threading.Thread(
+        target=_read_engine_stdout, args=(process.stdout, events), name="vllm-router-engine-stdout",
+        daemon=True,
+    ).start()
+
+    try:
+        ready = _wait_for_ready_line(process, events, startup_timeout)
+    except BaseException:
+        _terminate(process)
+        raise
+    return EngineProcess(process, ready, config)
+
+
+def _read_engine_stdout(stdout, events: "queue.Queue[dict]") -> None:
+    """Deliver the first protocol line; pass any other stdout output through to ours."""
+    delivered = False
+    for raw in stdout:
+        if not delivered:
+            event = _protocol_event(raw)
+            if event is not None:
+                events.put(event)
+                delivered = True
+                continue
+        try:
+            sys.stdout.write(raw.decode("utf-8", errors="replace"))
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass  # our stdout is gone; keep draining so the child never blocks on a full pipe
+    stdout.close()
+
+
+def _protocol_event(raw: bytes) -> Optional[dict]:
+    try:
+        event = json.loads(raw)
+    except ValueError:
+        return None
+    if isinstance(event, dict) and event.get("event") in ("ready", "error"):
+        return event
+    return None
+
+
+def _wait_for_ready_line(process: subprocess.Popen, events: "queue.Queue[dict]",
+                         startup_timeout: Optional[float]) -> dict:
+    """Wait for the ready line, failing fast if the child exits first (as PySpark's gateway)."""
+    deadline = None if startup_timeout is None else time.monotonic() + startup_timeout
+    while True:
+        try:
+            event = events.get(timeout=CHILD_POLL_INTERVAL_SECS)
+        except queue.Empty:
+            status = process.poll()
+            if status is not None:
+                # The reader may still hold the child's last line; give it a moment.
+                try:
+                    event = events.get(timeout=1.0)
+                except queue.Empty:
+                    raise EngineStartupError(
+                        f"Router engine exited with status {status} before it was ready "
+                        "(its log is on stderr)"
+                    ) from None
+            elif deadline is not None and time.monotonic() > deadline:
+                raise EngineStartupError(
+                    f"Router engine was not ready within {startup_timeout:g} s"
+                ) from None
+            else:
+                continue
+        if event["event"] == "error":
+            raise startup_error(str(event.get("message", "unknown engine error")))
+        return event
+
+
+def _terminate(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    if process.stdin:
+        try:
+            process.stdin.close()
+        except OSError:
+            pass

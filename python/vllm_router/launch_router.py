@@ -1,0 +1,57 @@
+"""`launch_router(args)` and the `vllm-router` / `python -m vllm_router.launch_router` entry point."""
+
+import argparse
+import logging
+import sys
+from typing import List, Optional, Union
+
+from .router import Router
+from .router_args import CustomHelpFormatter, RouterArgs, parse_router_args
+
+__all__ = ["launch_router", "parse_router_args", "main", "CustomHelpFormatter"]
+
+logger = logging.getLogger("router")
+
+PROCESS_TITLE = "vllm::router"
+
+
+def launch_router(args: Union[RouterArgs, argparse.Namespace]) -> None:
+    """Serve until SIGTERM/SIGINT, then return once the engine has drained.
+
+    Failures are logged as "Error starting router: ..." and re-raised: ValueError for a
+    configuration the engine rejects, RuntimeError when the engine cannot start or dies.
+    """
+    try:
+        _set_process_title()
+        router_args = args if isinstance(args, RouterArgs) else RouterArgs.from_cli_args(args)
+        if router_args.mini_lb:
+            raise ValueError(
+                "mini_lb (upstream's Python debug balancer) is not part of this package; "
+                "use vllm_pd_disaggregation with the Java engine instead"
+            )
+        router_args._validate_router_args()
+        router = Router.from_args(router_args)
+        router.start()
+    except Exception as e:
+        logger.error(f"Error starting router: {e}")
+        raise
+
+
+def _set_process_title() -> None:
+    try:
+        import setproctitle
+    except ImportError:
+        return
+    setproctitle.setproctitle(PROCESS_TITLE)
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    logging.basicConfig(
+        level=logging.INFO,
+        format="[Router (Python)] %(asctime)s - %(levelname)s - %(message)s",
+    )
+    launch_router(parse_router_args(sys.argv[1:] if argv is None else argv))
+
+
+if __name__ == "__main__":
+    main()

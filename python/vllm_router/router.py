@@ -1,0 +1,210 @@
+"""The `Router` class: upstream's blocking `start()`, plus `launch()` for training loops.
+
+`Router(**kwargs)` takes the keyword arguments of upstream's `vllm_router_rs.Router`;
+`Router.from_args(args)` maps a RouterArgs onto them exactly as upstream does.
+"""
+
+import enum
+import signal
+import sys
+import threading
+from typing import Any, Dict, Optional
+
+from .router_args import RouterArgs, router_args_to_config_json
+
+
+class PolicyType(enum.Enum):
+    """Load-balancing policies (the members of upstream's `vllm_router_rs.PolicyType`)."""
+
+    Random = "random"
+    RoundRobin = "round_robin"
+    CacheAware = "cache_aware"
+    PowerOfTwo = "power_of_two"
+    ConsistentHash = "consistent_hash"
+    StickyLeastLoaded = "sticky_least_loaded"
+    RendezvousHash = "rendezvous_hash"
+
+
+def policy_from_str(policy_str: Optional[str]) -> Optional[PolicyType]:
+    """'round_robin' -> PolicyType.RoundRobin; None -> None; unknown names raise KeyError."""
+    if policy_str is None:
+        return None
+    return {policy.value: policy for policy in PolicyType}[policy_str]
+
+
+# Keyword parameters of upstream's native Router that RouterArgs does not have. Upstream's Python
+# launcher never sets them; tracing is not implemented by this engine, so only defaults pass.
+_NATIVE_ONLY_DEFAULTS = {"enable_trace": False, "otlp_traces_endpoint": None}
+
+# Seconds that `start()`/`launch()` wait for the engine's ready line beyond the worker start-up
+# timeout (the engine itself waits up to worker_startup_timeout_secs for workers).
+_STARTUP_GRACE_SECS = 60.0
+
+
+def _bridge():
+    """The bridge for this interpreter: the same JVM on GraalPy, a child JVM on CPython."""
+    if sys.implementation.name == "graalpy":
+        from .bridge import graal
+
+        return graal
+    from .bridge import process
+
+    return process
+
+
+class Router:
+    """A router configured with upstream's native-Router keyword arguments.
+
+    `start()` serves until SIGTERM/SIGINT and then returns, as upstream. `launch()` returns a
+    `RouterHandle` at once, for programs that keep working while the router runs.
+    """
+
+    def __init__(self, router: Optional["Router"] = None, **kwargs: Any):
+        if router is not None:
+            self._args: RouterArgs = router._args
+            return
+        self._args = _router_args_from_native_kwargs(kwargs)
+
+    @staticmethod
+    def from_args(args: RouterArgs) -> "Router":
+        """The Router for a RouterArgs; like upstream, but the passed RouterArgs is not modified."""
+        fields = dict(vars(args))
+        pd_mode = fields["pd_disaggregation"] or fields["vllm_pd_disaggregation"]
+        if fields["service_discovery"] or pd_mode:
+            fields["worker_urls"] = []
+        fields["policy"] = policy_from_str(fields["policy"])
+        fields["prefill_policy"] = policy_from_str(fields["prefill_policy"])
+        fields["decode_policy"] = policy_from_str(fields["decode_policy"])
+        if not pd_mode:
+            fields["prefill_urls"] = None
+            fields["decode_urls"] = None
+        del fields["mini_lb"]
+        return Router(**fields)
+
+    @property
+    def config_json(self) -> str:
+        """The RouterConfig JSON this router hands to the engine."""
+        return router_args_to_config_json(self._args)
+
+    def start(self) -> None:
+        """Serve until SIGTERM/SIGINT (forwarded to the engine), then return after the drain.
+
+        Raises ValueError if the engine rejects the configuration, RuntimeError if it cannot
+        start or stops on its own with a failure status.
+        """
+        engine_box = []
+
+        def forward_stop(signum, frame):
+            if engine_box:
+                engine_box[0].request_stop()
+            else:
+                # Still waiting for the ready line (workers may take minutes): abandon start-up;
+                # the bridge stops the half-started engine.
+                raise _StopBeforeReady()
+
+        previous = _install_handlers(forward_stop)
+        try:
+            engine = _bridge().start_engine(self.config_json, self._startup_timeout())
+            engine_box.append(engine)
+            status = engine.wait()
+        except _StopBeforeReady:
+            return
+        finally:
+            _restore_handlers(previous)
+        if status != 0 and not (engine.stop_requested and _is_stop_status(status)):
+            raise RuntimeError(f"Router engine exited with status {status}")
+
+    def launch(self) -> "RouterHandle":
+        """Start serving in the background and return a handle once the router is ready."""
+        engine = _bridge().start_engine(self.config_json, self._startup_timeout())
+        return RouterHandle(engine)
+
+    def _startup_timeout(self) -> float:
+        return self._args.worker_startup_timeout_secs + _STARTUP_GRACE_SECS
+
+
+class _StopBeforeReady(Exception):
+    """SIGTERM/SIGINT arrived before the engine was ready."""
+
+
+def _router_args_from_native_kwargs(kwargs: Dict[str, Any]) -> RouterArgs:
+    """Native-Router keyword arguments -> RouterArgs (the one thing that is serialised)."""
+    values = dict(kwargs)
+    for name, default in _NATIVE_ONLY_DEFAULTS.items():
+        value = values.pop(name, default)
+        if value != default:
+            raise ValueError(f"{name} is not supported by this router engine")
+    values.pop("mini_lb", None)
+    for name in ("policy", "prefill_policy", "decode_policy"):
+        if isinstance(values.get(name), PolicyType):
+            values[name] = values[name].value
+    # Upstream's native Router defaults differ from RouterArgs' for these two.
+    values.setdefault("policy", PolicyType.RoundRobin.value)
+    values.setdefault("port", 3001)
+    for name in ("prefill_urls", "decode_urls"):
+        if values.get(name) is None:
+            values[name] = []
+    try:
+        return RouterArgs(**values)
+    except TypeError as e:
+        raise TypeError(f"Router() got an unexpected argument: {e}") from None
+
+
+def _install_handlers(handler):
+    """Install `handler` for SIGTERM/SIGINT; outside the main thread signals cannot be caught,
+    and the default action (this process dies, the lifeline closes) still stops the engine."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+
+def _restore_handlers(previous) -> None:
+    if previous:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _is_stop_status(status: int) -> bool:
+    """Exit statuses of a JVM that stopped because we asked it to."""
+    stop_signals = (signal.SIGTERM, signal.SIGINT)
+    return status in [-s for s in stop_signals] + [128 + s for s in stop_signals]
+
+
+class RouterHandle:
+    """A running router: its URL, session control and shutdown. Also a context manager."""
+
+    def __init__(self, engine):
+        self._engine = engine
+        self.port: int = engine.port
+        self.metrics_port: Optional[int] = engine.metrics_port
+        self.url: str = engine.url
+
+    def finish_session(self, session_id: str) -> None:
+        """Release a session (its worker slot frees up); unknown ids are a no-op."""
+        self._engine.finish_session(session_id)
+
+    def sessions(self) -> Dict[str, int]:
+        """Active sessions per worker URL (the router's `GET /sessions`)."""
+        return self.session_stats()["active_by_worker"]
+
+    def session_stats(self) -> dict:
+        """Session counters: `active_by_worker`, `active_sessions`, `started`, `released`,
+        `expired`, `rebound`."""
+        return self._engine.session_stats()
+
+    def is_running(self) -> bool:
+        return self._engine.is_running()
+
+    def wait(self, timeout: Optional[float] = None) -> int:
+        """Block until the engine exits; returns its exit status."""
+        return self._engine.wait(timeout)
+
+    def shutdown(self, timeout: float = 30.0) -> None:
+        """Stop accepting, drain in-flight requests, stop the engine. Idempotent."""
+        self._engine.stop(timeout)
+
+    def __enter__(self) -> "RouterHandle":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.shutdown()

@@ -1,0 +1,424 @@
+"""RouterArgs: the one definition of every router flag and configuration field.
+
+`RouterArgs` -> `router_args_to_config_json` -> the engine's RouterConfig is the only way a
+configuration reaches the Java engine, whichever entry point is used (CPython `launch_router`,
+the GraalPy-hosted `vllm-router launch ...`, or a config file).
+
+This module also runs under GraalPy inside the launcher JVM, so it uses the standard library
+only (argparse, dataclasses, json, logging).
+"""
+
+import argparse
+import dataclasses
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+logger = logging.getLogger(__name__)
+
+POLICY_CHOICES = [
+    "random",
+    "round_robin",
+    "cache_aware",
+    "power_of_two",
+    "consistent_hash",
+    "sticky_least_loaded",
+    "rendezvous_hash",
+]
+LOG_LEVEL_CHOICES = ["debug", "info", "warning", "error", "critical"]
+KV_CONNECTOR_CHOICES = ["nixl", "mooncake"]
+DEFAULT_BOOTSTRAP_PORT_ANNOTATION = "vllm.ai/bootstrap-port"
+
+
+@dataclass
+class RouterArgs:
+    # Worker configuration
+    worker_urls: List[str] = field(default_factory=list)
+    host: str = "127.0.0.1"
+    port: int = 30000
+
+    # PD disaggregation. `pd_disaggregation` (SGLang bootstrap mode) is kept because trainers
+    # read it even when they never set it.
+    mini_lb: bool = False
+    pd_disaggregation: bool = False
+    vllm_pd_disaggregation: bool = False
+    prefill_urls: List[Tuple[str, Optional[int]]] = field(default_factory=list)
+    decode_urls: List[str] = field(default_factory=list)
+
+    # Routing policy
+    policy: str = "cache_aware"
+    prefill_policy: Optional[str] = None  # None => use `policy`
+    decode_policy: Optional[str] = None  # None => use `policy`
+    worker_startup_timeout_secs: int = 600
+    worker_startup_check_interval: int = 30
+    cache_threshold: float = 0.3
+    balance_abs_threshold: int = 64
+    balance_rel_threshold: float = 1.5
+    eviction_interval_secs: int = 120
+    max_tree_size: int = 2**26
+    max_payload_size: int = 512 * 1024 * 1024  # 512 MiB
+    intra_node_data_parallel_size: int = 1
+    enable_igw: bool = False
+    api_key: Optional[str] = None
+    log_dir: Optional[str] = None
+    log_level: Optional[str] = None
+
+    # Service discovery
+    service_discovery: bool = False
+    selector: Dict[str, str] = field(default_factory=dict)
+    service_discovery_port: int = 80
+    service_discovery_namespace: Optional[str] = None
+    prefill_selector: Dict[str, str] = field(default_factory=dict)
+    decode_selector: Dict[str, str] = field(default_factory=dict)
+    bootstrap_port_annotation: str = DEFAULT_BOOTSTRAP_PORT_ANNOTATION
+    kv_connector: str = "nixl"
+
+    # Prometheus (None => 29000 / 127.0.0.1; the engine always starts the listener)
+    prometheus_port: Optional[int] = None
+    prometheus_host: Optional[str] = None
+
+    # Request handling
+    request_id_headers: Optional[List[str]] = None
+    request_timeout_secs: int = 1800
+    max_concurrent_requests: int = 32768
+    queue_size: int = 100
+    queue_timeout_secs: int = 60
+    rate_limit_tokens_per_second: Optional[int] = None
+    cors_allowed_origins: List[str] = field(default_factory=list)
+
+    # Retries
+    retry_max_retries: int = 5
+    retry_initial_backoff_ms: int = 50
+    retry_max_backoff_ms: int = 30_000
+    retry_backoff_multiplier: float = 1.5
+    retry_jitter_factor: float = 0.2
+    disable_retries: bool = False
+
+    # Health checks
+    health_failure_threshold: int = 3
+    health_success_threshold: int = 2
+    health_check_timeout_secs: int = 5
+    health_check_interval_secs: int = 60
+    health_check_endpoint: str = "/health"
+
+    # Circuit breaker
+    cb_failure_threshold: int = 10
+    cb_success_threshold: int = 3
+    cb_timeout_duration_secs: int = 60
+    cb_window_duration_secs: int = 120
+    disable_circuit_breaker: bool = False
+
+    # Tokenizer (gRPC mode)
+    model_path: Optional[str] = None
+    tokenizer_path: Optional[str] = None
+
+    # Beyond upstream's RouterArgs: inbound authentication
+    api_key_validation_urls: List[str] = field(default_factory=list)
+    admin_api_key: Optional[str] = None
+
+    @staticmethod
+    def add_cli_args(
+        parser: argparse.ArgumentParser,
+        use_router_prefix: bool = False,
+        exclude_host_port: bool = False,
+    ) -> None:
+        """Add the router flags to `parser`.
+
+        With `use_router_prefix`, every flag except --host, --port and --worker-urls becomes
+        --router-<flag> (dest router_<field>), so the flags can live beside a server's own.
+        """
+        p = "router-" if use_router_prefix else ""
+
+        if not exclude_host_port:
+            parser.add_argument("--host", type=str, default=RouterArgs.host,
+                                help="Host address to bind the router server")
+            parser.add_argument("--port", type=int, default=RouterArgs.port,
+                                help="Port number to bind the router server")
+
+        parser.add_argument("--worker-urls", type=str, nargs="*", default=[],
+                            help="List of worker URLs (e.g. http://worker1:8000 http://worker2:8000)")
+
+        parser.add_argument(f"--{p}policy", type=str, default=RouterArgs.policy,
+                            choices=POLICY_CHOICES,
+                            help="Load balancing policy; in PD mode also the default for "
+                                 "prefill and decode")
+        parser.add_argument(f"--{p}prefill-policy", type=str, default=None,
+                            choices=POLICY_CHOICES,
+                            help="Policy for prefill nodes in PD mode (default: --policy)")
+        parser.add_argument(f"--{p}decode-policy", type=str, default=None,
+                            choices=POLICY_CHOICES,
+                            help="Policy for decode nodes in PD mode (default: --policy)")
+
+        parser.add_argument(f"--{p}mini-lb", action="store_true",
+                            help="Use the Python mini load balancer (debugging only; not "
+                                 "available in this package)")
+        parser.add_argument(f"--{p}pd-disaggregation", action="store_true",
+                            help="Enable PD disaggregated mode (SGLang bootstrap style)")
+        parser.add_argument(f"--{p}vllm-pd-disaggregation", action="store_true",
+                            help="Enable vLLM PD disaggregated mode (prefill, then decode)")
+        parser.add_argument(f"--{p}prefill", nargs="+", action="append",
+                            metavar=("URL", "BOOTSTRAP_PORT"),
+                            help="Prefill server URL and optional bootstrap port "
+                                 "(a number or 'none'); repeat for several servers")
+        parser.add_argument(f"--{p}decode", nargs=1, action="append", metavar="URL",
+                            help="Decode server URL; repeat for several servers")
+
+        parser.add_argument(f"--{p}worker-startup-timeout-secs", type=int,
+                            default=RouterArgs.worker_startup_timeout_secs,
+                            help="Seconds to wait for a worker to become healthy at start-up")
+        parser.add_argument(f"--{p}worker-startup-check-interval", type=int,
+                            default=RouterArgs.worker_startup_check_interval,
+                            help="Seconds between worker health checks during start-up")
+        parser.add_argument(f"--{p}cache-threshold", type=float,
+                            default=RouterArgs.cache_threshold,
+                            help="cache_aware: prefix match ratio (0.0-1.0) above which the "
+                                 "matching worker is used")
+        parser.add_argument(f"--{p}balance-abs-threshold", type=int,
+                            default=RouterArgs.balance_abs_threshold,
+                            help="cache_aware: load difference that counts as imbalance")
+        parser.add_argument(f"--{p}balance-rel-threshold", type=float,
+                            default=RouterArgs.balance_rel_threshold,
+                            help="cache_aware: load ratio that counts as imbalance")
+        parser.add_argument(f"--{p}eviction-interval-secs", type=int,
+                            default=RouterArgs.eviction_interval_secs,
+                            help="cache_aware: seconds between prefix-tree evictions")
+        parser.add_argument(f"--{p}max-tree-size", type=int, default=RouterArgs.max_tree_size,
+                            help="cache_aware: maximum prefix-tree size")
+        parser.add_argument(f"--{p}max-payload-size", type=int,
+                            default=RouterArgs.max_payload_size,
+                            help="Maximum request body size in bytes")
+        parser.add_argument(f"--{p}intra-node-data-parallel-size", type=int,
+                            default=RouterArgs.intra_node_data_parallel_size,
+                            help="Data-parallel ranks per worker URL (>1 enables DP-aware routing)")
+        parser.add_argument(f"--{p}enable-igw", action="store_true",
+                            help="Enable inference-gateway (multi-model) mode")
+        parser.add_argument(f"--{p}api-key", type=str, default=None,
+                            help="API key sent to the workers")
+        parser.add_argument(f"--{p}log-dir", type=str, default=None,
+                            help="Directory for log files (default: console only)")
+        parser.add_argument(f"--{p}log-level", type=str, default="info",
+                            choices=LOG_LEVEL_CHOICES, help="Log level")
+
+        parser.add_argument(f"--{p}service-discovery", action="store_true",
+                            help="Discover workers as Kubernetes pods")
+        parser.add_argument(f"--{p}selector", type=str, nargs="+", default={},
+                            help="Pod label selector, key=value pairs (regular mode)")
+        parser.add_argument(f"--{p}service-discovery-port", type=int,
+                            default=RouterArgs.service_discovery_port,
+                            help="Port of discovered workers")
+        parser.add_argument(f"--{p}service-discovery-namespace", type=str, default=None,
+                            help="Kubernetes namespace to watch (default: all)")
+        parser.add_argument(f"--{p}prefill-selector", type=str, nargs="+", default={},
+                            help="Pod label selector for prefill servers (PD mode)")
+        parser.add_argument(f"--{p}decode-selector", type=str, nargs="+", default={},
+                            help="Pod label selector for decode servers (PD mode)")
+        parser.add_argument(f"--{p}kv-connector", type=str, default=RouterArgs.kv_connector,
+                            choices=KV_CONNECTOR_CHOICES, help="KV connector for PD mode")
+
+        parser.add_argument(f"--{p}prometheus-port", type=int, default=29000,
+                            help="Port of the Prometheus metrics listener")
+        parser.add_argument(f"--{p}prometheus-host", type=str, default="127.0.0.1",
+                            help="Bind address of the Prometheus metrics listener")
+        parser.add_argument(f"--{p}request-id-headers", type=str, nargs="*",
+                            help="Headers that carry the request id (default: x-request-id "
+                                 "and friends)")
+        parser.add_argument(f"--{p}request-timeout-secs", type=int,
+                            default=RouterArgs.request_timeout_secs,
+                            help="Timeout for requests to workers, in seconds")
+
+        parser.add_argument(f"--{p}retry-max-retries", type=int,
+                            default=RouterArgs.retry_max_retries, help="Maximum attempts")
+        parser.add_argument(f"--{p}retry-initial-backoff-ms", type=int,
+                            default=RouterArgs.retry_initial_backoff_ms,
+                            help="First retry back-off, ms")
+        parser.add_argument(f"--{p}retry-max-backoff-ms", type=int,
+                            default=RouterArgs.retry_max_backoff_ms,
+                            help="Largest retry back-off, ms")
+        parser.add_argument(f"--{p}retry-backoff-multiplier", type=float,
+                            default=RouterArgs.retry_backoff_multiplier,
+                            help="Back-off growth factor")
+        parser.add_argument(f"--{p}retry-jitter-factor", type=float,
+                            default=RouterArgs.retry_jitter_factor,
+                            help="Back-off jitter, 0.0-1.0")
+        parser.add_argument(f"--{p}disable-retries", action="store_true",
+                            help="Disable retries (same as --retry-max-retries 1)")
+
+        parser.add_argument(f"--{p}cb-failure-threshold", type=int,
+                            default=RouterArgs.cb_failure_threshold,
+                            help="Consecutive failures that open a worker's circuit")
+        parser.add_argument(f"--{p}cb-success-threshold", type=int,
+                            default=RouterArgs.cb_success_threshold,
+                            help="Successes in half-open state that close the circuit")
+        parser.add_argument(f"--{p}cb-timeout-duration-secs", type=int,
+                            default=RouterArgs.cb_timeout_duration_secs,
+                            help="Seconds an open circuit waits before half-open")
+        parser.add_argument(f"--{p}cb-window-duration-secs", type=int,
+                            default=RouterArgs.cb_window_duration_secs,
+                            help="Circuit-breaker window, seconds")
+        parser.add_argument(f"--{p}disable-circuit-breaker", action="store_true",
+                            help="Disable the circuit breaker")
+
+        parser.add_argument(f"--{p}health-failure-threshold", type=int,
+                            default=RouterArgs.health_failure_threshold,
+                            help="Failed checks that mark a worker unhealthy")
+        parser.add_argument(f"--{p}health-success-threshold", type=int,
+                            default=RouterArgs.health_success_threshold,
+                            help="Passed checks that mark a worker healthy")
+        parser.add_argument(f"--{p}health-check-timeout-secs", type=int,
+                            default=RouterArgs.health_check_timeout_secs,
+                            help="Timeout of one health check, seconds")
+        parser.add_argument(f"--{p}health-check-interval-secs", type=int,
+                            default=RouterArgs.health_check_interval_secs,
+                            help="Seconds between health checks")
+        parser.add_argument(f"--{p}health-check-endpoint", type=str,
+                            default=RouterArgs.health_check_endpoint,
+                            help="Worker health check path")
+
+        parser.add_argument(f"--{p}max-concurrent-requests", type=int,
+                            default=RouterArgs.max_concurrent_requests,
+                            help="Concurrent request limit (token-bucket capacity)")
+        parser.add_argument(f"--{p}queue-size", type=int, default=RouterArgs.queue_size,
+                            help="Requests that may wait for a token (0: reject at once)")
+        parser.add_argument(f"--{p}queue-timeout-secs", type=int,
+                            default=RouterArgs.queue_timeout_secs,
+                            help="Longest wait in the queue, seconds")
+        parser.add_argument(f"--{p}rate-limit-tokens-per-second", type=int, default=None,
+                            help="Token refill rate (default: --max-concurrent-requests)")
+        parser.add_argument(f"--{p}cors-allowed-origins", type=str, nargs="*", default=[],
+                            help="Allowed CORS origins (default: any)")
+
+        parser.add_argument(f"--{p}model-path", type=str, default=None,
+                            help="Model path, used to load the tokenizer (gRPC mode)")
+        parser.add_argument(f"--{p}tokenizer-path", type=str, default=None,
+                            help="Tokenizer path (gRPC mode)")
+
+        parser.add_argument(f"--{p}api-key-validation-urls", type=str, nargs="*", default=[],
+                            help="URLs that validate inbound bearer tokens (GET with the same "
+                                 "token; first 200 accepts). Empty: no inbound check")
+        parser.add_argument(f"--{p}admin-api-key", type=str, default=None,
+                            help="Bearer key required on admin routes and /finish_session")
+
+    @classmethod
+    def from_cli_args(cls, args: argparse.Namespace, use_router_prefix: bool = False) -> "RouterArgs":
+        """Build RouterArgs from a namespace made by a parser that `add_cli_args` filled."""
+        prefix = "router_" if use_router_prefix else ""
+        values = vars(args)
+        collected = {}
+        for f in dataclasses.fields(cls):
+            if prefix + f.name in values:
+                collected[f.name] = values[prefix + f.name]
+            elif f.name in values:
+                collected[f.name] = values[f.name]
+        collected["prefill_urls"] = cls._parse_prefill_urls(values.get(f"{prefix}prefill"))
+        collected["decode_urls"] = cls._parse_decode_urls(values.get(f"{prefix}decode"))
+        collected["selector"] = cls._parse_selector(values.get(f"{prefix}selector"))
+        collected["prefill_selector"] = cls._parse_selector(values.get(f"{prefix}prefill_selector"))
+        collected["decode_selector"] = cls._parse_selector(values.get(f"{prefix}decode_selector"))
+        collected["bootstrap_port_annotation"] = DEFAULT_BOOTSTRAP_PORT_ANNOTATION
+        return cls(**collected)
+
+    def _validate_router_args(self) -> None:
+        """Python-side checks run by launch_router; the engine validates everything else."""
+        if self.pd_disaggregation or self.vllm_pd_disaggregation:
+            if not self.service_discovery:
+                if not self.prefill_urls:
+                    raise ValueError("PD disaggregation mode requires --prefill")
+                if not self.decode_urls:
+                    raise ValueError("PD disaggregation mode requires --decode")
+
+            if self.prefill_policy and self.decode_policy and self.policy:
+                logger.warning(
+                    "Both --prefill-policy and --decode-policy are specified. "
+                    "The main --policy flag will be ignored for PD mode."
+                )
+            elif self.prefill_policy and not self.decode_policy:
+                logger.info(
+                    f"Using --prefill-policy '{self.prefill_policy}' for prefill nodes "
+                    f"and --policy '{self.policy}' for decode nodes."
+                )
+            elif self.decode_policy and not self.prefill_policy:
+                logger.info(
+                    f"Using --policy '{self.policy}' for prefill nodes "
+                    f"and --decode-policy '{self.decode_policy}' for decode nodes."
+                )
+
+    @staticmethod
+    def _parse_selector(selector_list: Optional[List[str]]) -> Dict[str, str]:
+        """`["k=v", ...]` -> dict; split at the first '='; items without '=' are ignored."""
+        if not selector_list:
+            return {}
+        selector = {}
+        for item in selector_list:
+            if "=" in item:
+                key, value = item.split("=", 1)
+                selector[key] = value
+        return selector
+
+    @staticmethod
+    def _parse_prefill_urls(prefill_list: Optional[List[List[str]]]) -> List[Tuple[str, Optional[int]]]:
+        """`[[url], [url, port], [url, "none"], ...]` -> `[(url, port or None), ...]`."""
+        if not prefill_list:
+            return []
+        prefill_urls = []
+        for occurrence in prefill_list:
+            url = occurrence[0]
+            bootstrap_port = None
+            if len(occurrence) > 1 and occurrence[1].lower() != "none":
+                try:
+                    bootstrap_port = int(occurrence[1])
+                except ValueError:
+                    raise ValueError(
+                        f"Invalid bootstrap port: {occurrence[1]}. Must be a number or 'none'"
+                    ) from None
+            prefill_urls.append((url, bootstrap_port))
+        return prefill_urls
+
+    @staticmethod
+    def _parse_decode_urls(decode_list: Optional[List[List[str]]]) -> List[str]:
+        """`[[url], [url], ...]` -> `[url, ...]`."""
+        if not decode_list:
+            return []
+        return [occurrence[0] for occurrence in decode_list]
+
+
+def router_args_to_config_json(args: RouterArgs) -> str:
+    """The engine's RouterConfig JSON: every field by name, in dataclass order, tuples as lists.
+
+    Compact and single-line, because the process bridge sends it as one line on stdin.
+    """
+    return json.dumps(dataclasses.asdict(args), ensure_ascii=False, separators=(",", ":"))
+
+
+class CustomHelpFormatter(argparse.RawDescriptionHelpFormatter,
+                          argparse.ArgumentDefaultsHelpFormatter):
+    """Keeps the description's line breaks and shows every flag's default."""
+
+
+USAGE_DESCRIPTION = """\
+vLLM router (Java engine): a load balancer in front of vLLM workers.
+
+Examples:
+  # Regular mode
+  vllm-router --worker-urls http://worker1:8000 http://worker2:8000
+
+  # Multi-turn sessions stay on one worker until POST /finish_session?session_id=ID
+  vllm-router --policy sticky_least_loaded --worker-urls http://w1:8000 http://w2:8000
+
+  # vLLM prefill/decode disaggregation
+  vllm-router --vllm-pd-disaggregation \\
+      --prefill http://prefill1:8000 none --prefill http://prefill2:8000 none \\
+      --decode http://decode1:8001 --decode http://decode2:8001 \\
+      --prefill-policy cache_aware --decode-policy power_of_two
+"""
+
+
+def parse_router_args(argv: List[str]) -> RouterArgs:
+    """Parse command-line arguments (without the program name) into RouterArgs."""
+    parser = argparse.ArgumentParser(
+        prog="vllm-router",
+        description=USAGE_DESCRIPTION,
+        formatter_class=CustomHelpFormatter,
+    )
+    RouterArgs.add_cli_args(parser, use_router_prefix=False)
+    return RouterArgs.from_cli_args(parser.parse_args(argv), use_router_prefix=False)
