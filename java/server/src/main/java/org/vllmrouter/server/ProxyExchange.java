@@ -187,13 +187,17 @@ final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Ex
         }
         if (part instanceof HttpContent content) {
             if (relaying) {
-                boolean last = content instanceof LastHttpContent;
-                front.sendPart(content);
-                if (last) {
+                if (content instanceof LastHttpContent) {
+                    // Settle the worker's load, the policy and the admission token before the client can see the
+                    // end of the answer: a client that asks again at once must find them already up to date.
                     onBodyDone();
                     finish(relayedStatus, successStatus(relayedStatus));
-                } else if (!front.isWritable()) {
-                    backend.config().setAutoRead(false);
+                    front.sendPart(content);
+                } else {
+                    front.sendPart(content);
+                    if (!front.isWritable()) {
+                        backend.config().setAutoRead(false);
+                    }
                 }
             } else {
                 boolean last = content instanceof LastHttpContent;
@@ -363,10 +367,11 @@ final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Ex
         }
     }
 
+    /** Settles the exchange before the answer is written, for the same reason as the relayed last part. */
     private void respondLocally(HttpResponseStatus status, String message) {
         dropBackend();
-        front.respond(Responses.text(front.context().alloc(), status, message));
         finish(status.code(), false);
+        front.respond(Responses.text(front.context().alloc(), status, message));
     }
 
     private void finish(int status, boolean success) {
