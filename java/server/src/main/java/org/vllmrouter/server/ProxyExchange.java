@@ -6,6 +6,7 @@ import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.EventLoop;
 import io.netty.handler.codec.http.DefaultFullHttpRequest;
 import io.netty.handler.codec.http.DefaultHttpResponse;
+import io.netty.handler.codec.http.EmptyHttpHeaders;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpHeaderNames;
@@ -146,13 +147,17 @@ final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Ex
         backend = channel;
         reusedConnection = WorkerPools.wasUsed(channel);
         BackendHandler.attach(channel, this);
-        FullHttpRequest request = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, method, target, body.retainedDuplicate());
-        request.headers().set(headers);
-        request.headers().set(HttpHeaderNames.HOST, WorkerAddress.of(chosen.baseUrl()).hostHeader());
-        request.headers().setInt(HttpHeaderNames.CONTENT_LENGTH, body.readableBytes());
+        // The exchange's own header set goes out as is (no copy per attempt); the encoder is done with it before a
+        // retry changes the per-worker entries.
+        headers.set(HttpHeaderNames.HOST, WorkerAddress.of(chosen.baseUrl()).hostHeader());
+        headers.setInt(HttpHeaderNames.CONTENT_LENGTH, body.readableBytes());
         if (chosen.dpRank() >= 0) {
-            request.headers().set(DP_RANK_HEADER, chosen.dpRank());
+            headers.set(DP_RANK_HEADER, chosen.dpRank());
+        } else {
+            headers.remove(DP_RANK_HEADER);
         }
+        FullHttpRequest request = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, method, target, body.retainedDuplicate(),
+                headers, EmptyHttpHeaders.INSTANCE);
         channel.writeAndFlush(request).addListener((ChannelFutureListener) w -> {
             if (!w.isSuccess() && backend == w.channel()) {
                 dropBackend();
