@@ -152,10 +152,25 @@ start_router() {
 {"worker_urls": [${urls%,}], "host": "127.0.0.1", "port": $ROUTER_PORT,
  "policy": "sticky_least_loaded", "prometheus_port": 0}
 EOF
-  local cmd=${ROUTER_CMD:-"$JAVA $JAVA_OPTS -jar $ENGINE_JAR serve --config $ROUTER_CONFIG"}
   if [[ -z "${ROUTER_CMD:-}" && ! -f "$ENGINE_JAR" ]]; then
     log "router arm skipped: $ENGINE_JAR is not built (or set ROUTER_CMD)"
     return 1
+  fi
+  local cmd=${ROUTER_CMD:-"$JAVA $JAVA_OPTS -jar $ENGINE_JAR serve --config $ROUTER_CONFIG"}
+  if [[ -z "${ROUTER_CMD:-}" ]] && ! "$JAVA" -jar "$ENGINE_JAR" serve --help >/dev/null 2>&1; then
+    # A launcher without `serve` yet: call the engine's entry point (EngineRunner.serve) from a one-file
+    # program run by the JDK's source launcher, in the same JVM, so the pid measured is still the router's.
+    cat > "$WORK/ServeEngine.java" <<'JAVA'
+public class ServeEngine {
+    public static void main(String[] args) throws Exception {
+        try (var config = new java.io.FileInputStream(args[0])) {
+            System.exit(org.vllmrouter.server.EngineRunner.serve(config, false));
+        }
+    }
+}
+JAVA
+    log "the launcher has no serve command; running EngineRunner.serve directly"
+    cmd="$JAVA $JAVA_OPTS -cp $ENGINE_JAR $WORK/ServeEngine.java $ROUTER_CONFIG"
   fi
   # exec, so that the pid we hold (and read CPU from) is the router itself.
   ( eval "exec $cmd" ) > "$WORK/router.out" 2> "$WORK/router.err" &

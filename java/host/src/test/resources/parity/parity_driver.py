@@ -16,15 +16,16 @@ import sys
 # argparse wraps usage and help text at the terminal width; fix it so the outputs compare.
 os.environ["COLUMNS"] = "80"
 
-from vllm_router.router_args import RouterArgs, parse_router_args, router_args_to_config_json
+from vllm_router.bridge.graal import config_json_for, config_json_from_argv
+from vllm_router.router_args import RouterArgs
 
 
-def parse_entry(argv, use_router_prefix):
+def config_json(argv, use_router_prefix):
     if use_router_prefix:
         parser = argparse.ArgumentParser(prog="vllm-router")
         RouterArgs.add_cli_args(parser, use_router_prefix=True)
-        return RouterArgs.from_cli_args(parser.parse_args(argv), use_router_prefix=True)
-    return parse_router_args(argv)
+        return config_json_for(RouterArgs.from_cli_args(parser.parse_args(argv), use_router_prefix=True))
+    return config_json_from_argv(argv)
 
 
 def outcome(argv, use_router_prefix):
@@ -32,9 +33,7 @@ def outcome(argv, use_router_prefix):
     result = {"exit_code": 0, "config": None, "error": None}
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            args = parse_entry(list(argv), use_router_prefix)
-            args._validate_router_args()
-            result["config"] = json.loads(router_args_to_config_json(args))
+            result["config"] = json.loads(config_json(list(argv), use_router_prefix))
     except SystemExit as e:
         result["exit_code"] = e.code
         if e.code:

@@ -34,21 +34,18 @@ public final class GraalPyRouterArgs implements AutoCloseable {
 
     private final Context context;
     private final Value configJsonFromArgv;
+    private final Value pythonStr;
 
     private GraalPyRouterArgs(Context context) {
         this.context = context;
         this.configJsonFromArgv = context.eval("python", "import vllm_router.bridge.graal as graal\ngraal")
                 .getMember("config_json_from_argv");
+        this.pythonStr = context.eval("python", "str");
     }
 
-    /** A context whose Python stdout/stderr are this process's. */
+    /** A context whose Python stdout/stderr are {@link System#out} and {@link System#err} as they are now. */
     public static GraalPyRouterArgs open() {
-        return new GraalPyRouterArgs(newContext(null, null));
-    }
-
-    /** A context writing Python's stdout/stderr to the given streams (tests capture them). */
-    public static GraalPyRouterArgs open(OutputStream out, OutputStream err) {
-        return new GraalPyRouterArgs(newContext(Objects.requireNonNull(out), Objects.requireNonNull(err)));
+        return new GraalPyRouterArgs(newContext(System.out, System.err));
     }
 
     /**
@@ -56,21 +53,17 @@ public final class GraalPyRouterArgs implements AutoCloseable {
      * reach the router's Java classes through {@code java.type(...)} (the in-process bridge).
      */
     public static Context newContext(OutputStream out, OutputStream err) {
-        Context.Builder builder = GraalPyResources.contextBuilder()
+        return GraalPyResources.contextBuilder()
                 .engine(SharedEngine.ENGINE)
-                .allowHostClassLookup(className -> className.startsWith("org.vllmrouter."));
-        if (out != null) {
-            builder.out(out);
-        }
-        if (err != null) {
-            builder.err(err);
-        }
-        return builder.build();
+                .allowHostClassLookup(className -> className.startsWith("org.vllmrouter."))
+                .out(Objects.requireNonNull(out))
+                .err(Objects.requireNonNull(err))
+                .build();
     }
 
     /**
-     * Parses {@code argv} with {@code parse_router_args}, validates as {@code launch_router} does
-     * and returns {@code router_args_to_config_json(args)}.
+     * The configuration {@code python -m vllm_router.launch_router ARGV} would hand the engine
+     * ({@code vllm_router.bridge.graal.config_json_from_argv}).
      *
      * @throws ArgvRejected when argparse exits (bad flag, {@code --help}) or the arguments are
      *     invalid; argparse has already written its usage and message to stderr by then
@@ -79,14 +72,32 @@ public final class GraalPyRouterArgs implements AutoCloseable {
         try {
             return configJsonFromArgv.execute(ProxyArray.fromList(List.<Object>copyOf(argv))).asString();
         } catch (PolyglotException e) {
+            Value exception = e.isGuestException() && !e.isInternalError() ? e.getGuestObject() : null;
+            if (exception != null && exception.getMetaObject().getMetaSimpleName().equals("SystemExit")) {
+                // Read the status from the SystemExit itself: GraalPy 25.0 reports
+                // getExitStatus() == 1 for argparse's SystemExit(2).
+                throw systemExit(exception.getMember("code"));
+            }
             if (e.isExit()) {
                 throw new ArgvRejected(e.getExitStatus(), null);
             }
-            if (e.isGuestException() && !e.isInternalError()) {
-                throw new ArgvRejected(1, e.getMessage());
+            if (exception == null) {
+                throw e;
             }
-            throw e;
+            // As CPython's `python -m` would end: the exception's message, status 1.
+            throw new ArgvRejected(1, pythonStr.execute(exception).asString());
         }
+    }
+
+    /** {@code SystemExit(code)} as the interpreter ends: None is 0, an int is the status, else print it and 1. */
+    private ArgvRejected systemExit(Value code) {
+        if (code.isNull()) {
+            return new ArgvRejected(0, null);
+        }
+        if (code.fitsInInt()) {
+            return new ArgvRejected(code.asInt(), null);
+        }
+        return new ArgvRejected(1, pythonStr.execute(code).asString());
     }
 
     /** The context, for callers that run more Python in it (the parity test, the bridge test). */

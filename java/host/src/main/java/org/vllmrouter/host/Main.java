@@ -14,7 +14,7 @@ import picocli.CommandLine.Command;
         name = "vllm-router",
         mixinStandardHelpOptions = true,
         versionProvider = Main.Version.class,
-        subcommands = {PrintConfigCommand.class},
+        subcommands = {ServeCommand.class, LaunchCommand.class, PrintConfigCommand.class, MockWorkerCommand.class},
         description = "A vLLM router with a Java engine.")
 public final class Main implements Runnable {
 

@@ -2,6 +2,9 @@ package org.vllmrouter.host;
 
 import java.util.List;
 
+import org.vllmrouter.core.config.ConfigException;
+import org.vllmrouter.core.config.RouterConfig;
+
 /**
  * Turns launcher argv into RouterConfig JSON with GraalPy, for {@code launch} and
  * {@code print-config}.
@@ -46,12 +49,21 @@ final class RouterArgsRunner {
         }
     }
 
+    /**
+     * Prints the configuration {@code launch} would hand the engine, normalised by the engine's
+     * own reader (every field, canonical order). The engine's validation runs when it starts.
+     */
     static int printConfig(List<String> argv) {
         ParsedArgv parsed = parse("print-config", argv);
         if (parsed.configJson() == null) {
             return parsed.exitCode();
         }
-        System.out.println(parsed.configJson());
-        return 0;
+        try {
+            System.out.println(RouterConfig.fromJson(parsed.configJson()).toJson());
+            return 0;
+        } catch (ConfigException e) {
+            System.err.println("vllm-router: error: " + e.getMessage());
+            return 1;
+        }
     }
 }

@@ -153,13 +153,29 @@ class GraalPyParityTest {
                 Map.Entry<String, JsonNode> field = fields.next();
                 JsonNode graalValue = graalPyResults.get(id).get(field.getKey());
                 if (!field.getValue().equals(graalValue)) {
-                    differences.add(id + "." + field.getKey() + ":\n  cpython: " + field.getValue() + "\n  graalpy: " + graalValue);
+                    differences.add(id + "." + field.getKey() + ":\n" + describeDifference(field.getValue(), graalValue));
                 }
             }
         }
         if (!differences.isEmpty()) {
             fail(differences.size() + " differences between CPython and GraalPy:\n" + String.join("\n", differences));
         }
+    }
+
+    /** The two values, or for long texts (usage, help) only their first differing line. */
+    private static String describeDifference(JsonNode cpython, JsonNode graalPy) {
+        if (cpython.isTextual() && graalPy != null && graalPy.isTextual()) {
+            String[] cpythonLines = cpython.asText().split("\n", -1);
+            String[] graalPyLines = graalPy.asText().split("\n", -1);
+            for (int i = 0; i < Math.max(cpythonLines.length, graalPyLines.length); i++) {
+                String c = i < cpythonLines.length ? cpythonLines[i] : "(no line)";
+                String g = i < graalPyLines.length ? graalPyLines[i] : "(no line)";
+                if (!c.equals(g)) {
+                    return "  line " + (i + 1) + " cpython: " + c + "\n  line " + (i + 1) + " graalpy: " + g;
+                }
+            }
+        }
+        return "  cpython: " + cpython + "\n  graalpy: " + graalPy;
     }
 
     private static Path findOnPath(String command) {

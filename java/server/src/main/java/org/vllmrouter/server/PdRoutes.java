@@ -10,13 +10,16 @@ import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.CompositeByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.EventLoop;
+import io.netty.handler.codec.http.DefaultFullHttpResponse;
 import io.netty.handler.codec.http.DefaultHttpHeaders;
 import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaderValues;
 import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpVersion;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
@@ -137,9 +140,11 @@ final class PdRoutes {
         metrics.pdRequest(route, pair.prefill.url(), pair.decode.url());
         String requestId = "___prefill_addr_" + hostPort(pair.prefill) + "___decode_addr_" + hostPort(pair.decode) + "_"
                 + UUID.randomUUID().toString().replace("-", "");
+        ObjectNode original;
         byte[] prefillBody;
         try {
-            prefillBody = prefillBody(request.content(), route.equals("/inference/v1/generate"));
+            original = parseObject(ByteBufUtil.getBytes(request.content()));
+            prefillBody = prefillBody(original.deepCopy(), route.equals("/inference/v1/generate"));
         } catch (IOException e) {
             request.release();
             admissionRelease.run();
@@ -174,8 +179,8 @@ final class PdRoutes {
             boolean ok = error == null && reply.ok();
             prefill.circuitBreaker().recordOutcome(error == null && reply.status() < 500);
             policies.prefillPolicy().onComplete(prefill, ok);
-            JsonNode kv = ok ? kvTransferParams(reply.body()) : null;
-            if (!ok || kv == MissingJson.INVALID) {
+            JsonNode prefillAnswer = ok ? answerObject(reply.body()) : null;
+            if (!ok || prefillAnswer == null) {
                 String detail = error != null ? "prefill request failed: " + error.getMessage()
                         : !reply.ok() ? "prefill worker returned HTTP " + reply.status()
                         : "prefill response is not JSON";
@@ -191,10 +196,17 @@ final class PdRoutes {
                 admissionRelease.run();
                 return;
             }
-            ByteBuf decodeBody = kv == null ? request.content().retain()
+            JsonNode kv = prefillAnswer.get("kv_transfer_params");
+            ByteBuf decodeBody = kv == null || kv.isNull() ? request.content().retain()
                     : splice(request.content(), "\"kv_transfer_params\":" + kv);
-            decode(front, request, route, target, pair.decode, withRank(stageHeaders, pair.decode), decodeBody,
-                    admissionRelease, start, policies.decodePolicy());
+            if (LogprobsMerge.requested(original)) {
+                request.release();
+                decodeAndMerge(front, route, target, pair.decode, withRank(stageHeaders, pair.decode), decodeBody,
+                        prefillAnswer, original.path("echo").asBoolean(false), admissionRelease, start);
+            } else {
+                decode(front, request, route, target, pair.decode, withRank(stageHeaders, pair.decode), decodeBody,
+                        admissionRelease, start, policies.decodePolicy());
+            }
         }));
     }
 
@@ -307,6 +319,81 @@ final class PdRoutes {
                 });
     }
 
+    /**
+     * The decode stage when the client asked for logprobs without streaming: the whole decode answer is needed to
+     * merge the prefill's prompt logprobs into it, so it is read in full over a one-shot connection instead of being
+     * relayed part by part. Takes ownership of {@code body}.
+     */
+    private void decodeAndMerge(FrontendHandler front, String route, String target, Worker decode, HttpHeaders headers,
+                                ByteBuf body, JsonNode prefillAnswer, boolean echo, Runnable admissionRelease,
+                                long start) {
+        byte[] bytes = ByteBufUtil.getBytes(body);
+        body.release();
+        EventLoop loop = front.context().channel().eventLoop();
+        decode.incrementLoad();
+        CompletableFuture<ControlClient.Reply> decodeCall = ControlClient.send(loop, HttpMethod.POST,
+                decode.baseUrl(), target, headers, bytes, stageTimeout);
+        front.setExchange(new FrontendHandler.Exchange() {
+            @Override
+            public void onClientGone() {
+                decodeCall.cancel(false);
+            }
+
+            @Override
+            public void onClientWritable() {
+            }
+        });
+        decodeCall.whenComplete((reply, error) -> loop.execute(() -> {
+            decode.decrementLoad();
+            boolean ok = error == null && reply.ok();
+            decode.circuitBreaker().recordOutcome(error == null && reply.status() < 500);
+            policies.decodePolicy().onComplete(decode, ok);
+            admissionRelease.run();
+            metrics.pdDuration(route, (System.nanoTime() - start) / 1e9);
+            if (decodeCall.isCancelled()) {
+                metrics.requestFailed(route, "client_disconnected");
+                return;
+            }
+            if (!ok) {
+                metrics.pdDecodeFailed(decode.url());
+            }
+            if (error != null) {
+                metrics.requestFailed(route, "http_500");
+                front.respond(Responses.text(front.context().alloc(), HttpResponseStatus.INTERNAL_SERVER_ERROR,
+                        "Request failed: " + error.getMessage()));
+                return;
+            }
+            ObjectNode answer = ok ? answerObject(reply.body()) : null;
+            if (answer == null) {
+                // An error answer (or one that is not a JSON object) has nothing to merge into: relayed as it came.
+                metrics.requestFailed(route, reply.status() >= 500 ? "http_" + reply.status() : "non_retryable_error");
+                front.respond(relayed(front, reply.status(), reply.headers(), reply.body()));
+                return;
+            }
+            metrics.requestSucceeded(route, (System.nanoTime() - start) / 1e9);
+            LogprobsMerge.into(answer, prefillAnswer, echo);
+            byte[] merged;
+            try {
+                merged = MAPPER.writeValueAsBytes(answer);
+            } catch (IOException e) {
+                throw new IllegalStateException("a parsed JSON tree always serialises", e);
+            }
+            front.respond(relayed(front, reply.status(), reply.headers(), merged));
+        }));
+    }
+
+    /** The decode worker's answer with a new body: its headers minus framing and connection ones. */
+    private static FullHttpResponse relayed(FrontendHandler front, int status, HttpHeaders workerHeaders, byte[] body) {
+        FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.valueOf(status),
+                front.context().alloc().buffer(body.length).writeBytes(body));
+        response.headers().set(workerHeaders);
+        for (CharSequence name : Hop.RESPONSE_HOP_HEADERS) {
+            response.headers().remove(name);
+        }
+        response.headers().setInt(HttpHeaderNames.CONTENT_LENGTH, body.length);
+        return response;
+    }
+
     private void noWorkers(FrontendHandler front, FullHttpRequest request, Runnable admissionRelease) {
         request.release();
         admissionRelease.run();
@@ -338,12 +425,15 @@ final class PdRoutes {
         return address.host() + ":" + address.port();
     }
 
-    /** The prefill-stage body of section 5.3: one token, no streaming, and a request to keep the KV for decode. */
-    static byte[] prefillBody(ByteBuf original, boolean samplingParams) throws IOException {
-        JsonNode tree = MAPPER.readTree(ByteBufUtil.getBytes(original));
-        if (!(tree instanceof ObjectNode body)) {
-            throw new IOException("expected a JSON object");
+    private static ObjectNode parseObject(byte[] json) throws IOException {
+        if (MAPPER.readTree(json) instanceof ObjectNode object) {
+            return object;
         }
+        throw new IOException("expected a JSON object");
+    }
+
+    /** The prefill-stage body of section 5.3: one token, no streaming, and a request to keep the KV for decode. */
+    static byte[] prefillBody(ObjectNode body, boolean samplingParams) throws IOException {
         ObjectNode limits = body;
         if (samplingParams) {
             JsonNode sp = body.get("sampling_params");
@@ -371,22 +461,12 @@ final class PdRoutes {
         return MAPPER.writeValueAsBytes(body);
     }
 
-    /** Sentinel for a prefill reply that is not a JSON object. */
-    private static final class MissingJson {
-        static final JsonNode INVALID = MAPPER.createObjectNode();
-    }
-
-    /** The prefill reply's top-level kv_transfer_params, null when absent, {@link MissingJson#INVALID} when unreadable. */
-    private static JsonNode kvTransferParams(byte[] reply) {
+    /** A worker's answer as a JSON object; null when it is not one. */
+    private static ObjectNode answerObject(byte[] reply) {
         try {
-            JsonNode tree = MAPPER.readTree(reply);
-            if (!(tree instanceof ObjectNode)) {
-                return MissingJson.INVALID;
-            }
-            JsonNode kv = tree.get("kv_transfer_params");
-            return kv == null || kv.isNull() ? null : kv;
+            return parseObject(reply);
         } catch (IOException e) {
-            return MissingJson.INVALID;
+            return null;
         }
     }
 

@@ -15,7 +15,8 @@ import org.vllmrouter.core.worker.Worker;
 /**
  * Upstream's metric names (reference section 7) plus the session metrics of sticky routing
  * ({@code vllm_router_sticky_*}). Each router owns its registry, so several routers can share a JVM.
- * Worker and session gauges are read at scrape time from the registry and the policies.
+ * Worker and session gauges are read at scrape time from the registry and the policies. No exemplars: nothing
+ * here carries a trace id, and sampling them costs every request a little.
  */
 final class RouterMetrics {
     static final double[] DURATION_BUCKETS = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30,
@@ -82,12 +83,12 @@ final class RouterMetrics {
     }
 
     private Counter counter(String name, String help, String... labels) {
-        return Counter.builder().name(name).help(help).labelNames(labels).register(registry);
+        return Counter.builder().name(name).help(help).labelNames(labels).withoutExemplars().register(registry);
     }
 
     private Histogram histogram(String name, String help, String... labels) {
         return Histogram.builder().name(name).help(help).labelNames(labels).classicOnly()
-                .classicUpperBounds(DURATION_BUCKETS).register(registry);
+                .classicUpperBounds(DURATION_BUCKETS).withoutExemplars().register(registry);
     }
 
     private static int stateValue(CircuitBreaker.State state) {

@@ -90,6 +90,25 @@ class PdTest {
         }
     }
 
+    /** Step 6: a non-streaming logprobs request gets the decode answer, read whole and merged, with its own length. */
+    @Test
+    void twoStageLogprobsRequestGetsTheMergedDecodeAnswer() throws Exception {
+        try (RouterServer router = Fixture.start(pdConfig("vllm_pd_disaggregation", null))) {
+            String body = "{\"model\":\"m\",\"prompt\":\"with logprobs\",\"max_tokens\":3,\"logprobs\":1,\"echo\":true}";
+            HttpResponse<String> r = TestHttp.post(router.url() + "/v1/completions", body, "X-Session-ID", "lp");
+            assertEquals(200, r.statusCode(), r.body());
+            assertEquals(r.body().getBytes(java.nio.charset.StandardCharsets.UTF_8).length,
+                    Integer.parseInt(r.headers().firstValue("content-length").orElseThrow()));
+            JsonNode answer = TestHttp.json(r);
+            assertTrue(Set.of(mock.worker(2).id(), mock.worker(3).id()).contains(answer.get("worker_id").asText()),
+                    "the decode worker's answer");
+            assertEquals(3, answer.get("choices").get(0).get("logprobs").get("token_logprobs").size(), r.body());
+            assertTrue(answer.get("echo").has("kv_transfer_params"), "decode got the prefill's KV");
+            assertTrue(ResilienceTest.eventually(() -> router.workers().all().stream().allMatch(w -> w.load() == 0)));
+            router.finishSession("lp");
+        }
+    }
+
     @Test
     void clientLeavingDuringPrefillCancelsIt() throws Exception {
         mock.worker(0).knobs().hang(true);

@@ -163,14 +163,15 @@ class ResilienceTest {
         Map<String, Object> cfg = Fixture.base(List.of(slow.url()));
         cfg.put("max_concurrent_requests", 1);
         cfg.put("queue_size", 0);
-        try (RouterServer router = Fixture.start(cfg); Socket holder = holdOneRequest(router)) {
+        // The bucket refills one token a second in real time; frozen, the held token is certainly the only one.
+        try (RouterServer router = Fixture.startWithFrozenLimiter(cfg); Socket holder = holdOneRequest(router)) {
             HttpResponse<String> rejected = TestHttp.post(router.url() + "/v1/completions", "{\"prompt\":\"x\"}");
             assertEquals(429, rejected.statusCode(), rejected.body());
             assertTrue(Integer.parseInt(rejected.headers().firstValue("retry-after").orElseThrow()) >= 1);
         }
         cfg.put("queue_size", 1);
         cfg.put("queue_timeout_secs", 0);
-        try (RouterServer router = Fixture.start(cfg); Socket holder = holdOneRequest(router)) {
+        try (RouterServer router = Fixture.startWithFrozenLimiter(cfg); Socket holder = holdOneRequest(router)) {
             HttpResponse<String> timedOut = TestHttp.post(router.url() + "/v1/completions", "{\"prompt\":\"x\"}");
             assertEquals(408, timedOut.statusCode(), timedOut.body());
         }

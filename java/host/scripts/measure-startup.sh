@@ -1,0 +1,55 @@
+#!/bin/bash
+# Cold start of the packaged launcher, from process spawn to the first 200 on /health:
+# `launch ARGS` (GraalPy parses the flags) against `serve --config FILE` (no Python), same
+# machine, same run, interleaved so both see the same load. Prints each run and the medians.
+#
+#   java/host/scripts/measure-startup.sh [RUNS]        (after `mvn -pl java/host -am package`)
+#
+# Each run is a new JVM. The class-data archives of bin/vllm-router are made by one unmeasured
+# warm-up run per command (as a user's first run makes them), then reused.
+set -euo pipefail
+
+runs=${1:-5}
+here=$(cd "$(dirname "$0")/.." && pwd)
+launcher=$here/target/vllm-router-dist/bin/vllm-router
+work=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+
+"$launcher" mock-worker --count 2 >"$work/mock.out" 2>"$work/mock.err" &
+for _ in $(seq 1 600); do grep -q ready "$work/mock.out" 2>/dev/null && break; sleep 0.1; done
+urls=$(sed -n 's/.*"urls":\[\([^]]*\)\].*/\1/p' "$work/mock.out" | tr -d '"' | tr ',' ' ')
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+printf '{"worker_urls":[%s],"policy":"sticky_least_loaded","port":%s,"prometheus_port":0}\n' \
+    "$(echo "$urls" | sed 's/[^ ]*/"&"/g; s/ /,/g')" "$port" >"$work/router.json"
+
+# Seconds from spawn to the first HTTP 200 on /health; then SIGTERM and wait for the exit.
+time_to_health() {
+    local start end pid
+    start=$(date +%s%N)
+    "$@" >"$work/run.out" 2>"$work/run.err" &
+    pid=$!
+    until [ "$(curl -s -o /dev/null -w '%{http_code}' -m 1 "http://127.0.0.1:$port/health")" = 200 ]; do
+        if ! kill -0 "$pid" 2>/dev/null; then echo "router exited early:" >&2; tail -5 "$work/run.err" >&2; exit 1; fi
+        sleep 0.02
+    done
+    end=$(date +%s%N)
+    kill -TERM "$pid"; wait "$pid" || true
+    echo "scale=2; ($end - $start) / 1000000000" | bc
+}
+
+serve_cmd=("$launcher" serve --config "$work/router.json")
+# shellcheck disable=SC2206 # the worker URLs are separate arguments
+launch_cmd=("$launcher" launch --worker-urls $urls --policy sticky_least_loaded --port "$port" --prometheus-port 0)
+
+time_to_health "${serve_cmd[@]}" >/dev/null
+time_to_health "${launch_cmd[@]}" >/dev/null
+
+median() { sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+: >"$work/serve.times"; : >"$work/launch.times"
+for i in $(seq 1 "$runs"); do
+    s=$(time_to_health "${serve_cmd[@]}"); echo "$s" >>"$work/serve.times"
+    l=$(time_to_health "${launch_cmd[@]}"); echo "$l" >>"$work/launch.times"
+    echo "run $i: serve ${s}s launch ${l}s (load $(cut -d' ' -f1 /proc/loadavg))"
+done
+echo "median serve --config: $(median <"$work/serve.times") s"
+echo "median launch:         $(median <"$work/launch.times") s"

@@ -1,0 +1,127 @@
+package org.vllmrouter.host;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.vllmrouter.mock.MockConfig;
+import org.vllmrouter.mock.MockWorkers;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+/**
+ * The packaged launcher end to end: the distribution's {@code bin/vllm-router} (GraalPy inside)
+ * and the engine jar the Python wheel carries (no GraalPy), against mock workers.
+ */
+class LauncherIT {
+
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static MockWorkers workers;
+
+    @BeforeAll
+    static void startWorkers() {
+        workers = MockWorkers.start(MockConfig.builder().count(3).build());
+    }
+
+    @AfterAll
+    static void stopWorkers() {
+        if (workers != null) {
+            workers.close();
+        }
+    }
+
+    private static List<String> launchArgs(String... extra) {
+        List<String> args = new ArrayList<>(List.of("launch", "--worker-urls"));
+        args.addAll(workers.urls());
+        args.addAll(List.of("--policy", "sticky_least_loaded", "--port", "0", "--prometheus-port", "0"));
+        args.addAll(List.of(extra));
+        return args;
+    }
+
+    @Test
+    void launchServesStickySessionsAndStopsCleanlyOnSigterm() throws Exception {
+        try (LauncherProcess router = LauncherProcess.dist(launchArgs().toArray(String[]::new))) {
+            String readyLine = router.readLine();
+            JsonNode ready = JSON.readTree(String.valueOf(readyLine));
+            assertEquals("ready", ready.path("event").asText(), readyLine + "\n" + router.stderr());
+            String url = ready.get("url").asText();
+
+            assertEquals(200, RouterHttp.get(url + "/health").statusCode());
+            Set<String> workersUsed = new HashSet<>();
+            for (int session = 0; session < 3; session++) {
+                String first = RouterHttp.chatTurn(url, "session-" + session);
+                for (int turn = 1; turn < 4; turn++) {
+                    assertEquals(first, RouterHttp.chatTurn(url, "session-" + session),
+                            "turn " + turn + " of session-" + session + " left its worker");
+                }
+                workersUsed.add(first);
+            }
+            // sticky_least_loaded: three concurrent sessions over three idle workers take one each.
+            assertEquals(3, workersUsed.size(), workersUsed.toString());
+
+            JsonNode sessions = JSON.readTree(RouterHttp.get(url + "/sessions").body());
+            assertEquals(3, sessions.get("active_sessions").asInt(), sessions.toString());
+            assertEquals(200, RouterHttp.post(url + "/finish_session?session_id=session-0").statusCode());
+            sessions = JSON.readTree(RouterHttp.get(url + "/sessions").body());
+            assertEquals(2, sessions.get("active_sessions").asInt(), sessions.toString());
+
+            assertEquals(0, router.terminate(), router.stderr());
+        }
+    }
+
+    @Test
+    void launchWithABadChoiceExitsTwoWithArgparsesMessage() throws Exception {
+        try (LauncherProcess bad = LauncherProcess.dist("launch", "--policy", "least_loaded")) {
+            assertEquals("", bad.remainingStdout());
+            assertEquals(2, bad.waitForExit());
+            String stderr = bad.stderr();
+            assertTrue(stderr.startsWith("usage: vllm-router"), stderr);
+            assertTrue(stderr.contains("vllm-router: error: argument --policy: invalid choice: 'least_loaded'"), stderr);
+        }
+    }
+
+    @Test
+    void engineJarServesAConfigFileWithoutGraalPy() throws Exception {
+        String config = JSON.writeValueAsString(JSON.createObjectNode()
+                .<com.fasterxml.jackson.databind.node.ObjectNode>set("worker_urls", JSON.valueToTree(workers.urls()))
+                .put("policy", "round_robin").put("port", 0).put("prometheus_port", 0));
+        Path file = LauncherProcess.writeTempFile("router", config);
+        try (LauncherProcess router = LauncherProcess.engineJar("serve", "--config", file.toString())) {
+            String readyLine = router.readLine();
+            JsonNode ready = JSON.readTree(String.valueOf(readyLine));
+            assertEquals("ready", ready.path("event").asText(), readyLine + "\n" + router.stderr());
+            String url = ready.get("url").asText();
+            assertNotEquals(RouterHttp.chatTurn(url, "a"), RouterHttp.chatTurn(url, "a"), "round_robin alternates");
+            assertEquals(0, router.terminate(), router.stderr());
+            assertTrue(Files.exists(file));
+        }
+    }
+
+    @Test
+    void engineJarRefusesLaunchWithAClearMessage() throws Exception {
+        try (LauncherProcess launch = LauncherProcess.engineJar("launch", "--worker-urls", "http://w:8000")) {
+            assertEquals(1, launch.waitForExit());
+            assertTrue(launch.stderr().contains("this build has no GraalPy"), launch.stderr());
+        }
+    }
+
+    @Test
+    void serveWithAMissingConfigFileExitsOne() throws Exception {
+        try (LauncherProcess serve = LauncherProcess.engineJar("serve", "--config", "/nonexistent/router.json")) {
+            assertEquals(1, serve.waitForExit());
+            assertTrue(serve.stderr().contains("cannot read the configuration file /nonexistent/router.json"),
+                    serve.stderr());
+        }
+    }
+}

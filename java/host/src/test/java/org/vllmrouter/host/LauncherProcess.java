@@ -1,0 +1,107 @@
+package org.vllmrouter.host;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A launcher run as a user runs it: the distribution's {@code bin/vllm-router}, or
+ * {@code java -jar vllm-router-engine.jar}, in a child process whose output the test reads.
+ */
+final class LauncherProcess implements AutoCloseable {
+
+    /** Generous: GraalPy's cold start on a shared 2-core machine under load takes tens of seconds. */
+    static final long START_TIMEOUT_SECONDS = 300;
+
+    private final Process process;
+    private final BufferedReader stdout;
+    private final CompletableFuture<String> stderr;
+
+    private LauncherProcess(List<String> command) throws IOException {
+        ProcessBuilder builder = new ProcessBuilder(command);
+        // The distribution's script must find a JDK >= 21 itself, whatever JAVA_HOME says.
+        builder.environment().remove("VLLM_ROUTER_JAVA");
+        this.process = builder.start();
+        this.stdout = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+        this.stderr = CompletableFuture.supplyAsync(() -> {
+            try {
+                return new String(process.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
+            } catch (IOException e) {
+                return "(stderr unreadable: " + e + ")";
+            }
+        });
+    }
+
+    static LauncherProcess dist(String... args) throws IOException {
+        List<String> command = new ArrayList<>();
+        command.add(Path.of(System.getProperty("vllmrouter.dist"), "bin", "vllm-router").toString());
+        command.addAll(List.of(args));
+        return new LauncherProcess(command);
+    }
+
+    static LauncherProcess engineJar(String... args) throws IOException {
+        List<String> command = new ArrayList<>();
+        command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        command.add("-jar");
+        command.add(System.getProperty("vllmrouter.engineJar"));
+        command.addAll(List.of(args));
+        return new LauncherProcess(command);
+    }
+
+    /** The next line on stdout (the engine's ready/error line), or null at EOF. */
+    String readLine() throws IOException {
+        return stdout.readLine();
+    }
+
+    /** Everything left on stdout; waits for the process to close it. */
+    String remainingStdout() throws IOException {
+        StringBuilder text = new StringBuilder();
+        for (String line; (line = stdout.readLine()) != null; ) {
+            text.append(line).append('\n');
+        }
+        return text.toString();
+    }
+
+    int waitForExit() throws InterruptedException {
+        if (!process.waitFor(START_TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
+            process.destroyForcibly();
+            throw new IllegalStateException("launcher did not exit within " + START_TIMEOUT_SECONDS + " s");
+        }
+        return process.exitValue();
+    }
+
+    /** SIGTERM, as an operator stops the router; returns the exit status. */
+    int terminate() throws InterruptedException {
+        process.destroy();
+        return waitForExit();
+    }
+
+    String stderr() {
+        try {
+            return stderr.get(30, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            return "(stderr not available: " + e + ")";
+        }
+    }
+
+    static Path writeTempFile(String prefix, String content) throws IOException {
+        Path file = Files.createTempFile(prefix, ".json");
+        Files.writeString(file, content);
+        file.toFile().deleteOnExit();
+        return file;
+    }
+
+    @Override
+    public void close() {
+        if (process.isAlive()) {
+            process.destroyForcibly();
+        }
+    }
+}
