@@ -95,7 +95,7 @@ def run_policy(policy: str, worker_urls: List[str], sessions: int, turns: int, c
         startup_ms = (time.perf_counter() - started) * 1000
         if warm_up:
             # Untimed: lets the mock workers' JIT warm up, so the first policy is not penalised.
-            run_workload(router.url, concurrency, 2, concurrency)
+            run_workload(router.url, 2 * concurrency, 3, concurrency)
         result = run_workload(router.url, sessions, turns, concurrency)
         result["leftover_sessions"] = sum(router.sessions().values())
     result["policy"] = policy
