@@ -1,5 +1,7 @@
 package org.vllmrouter.server;
 
+import io.prometheus.metrics.core.datapoints.CounterDataPoint;
+import io.prometheus.metrics.core.datapoints.DistributionDataPoint;
 import io.prometheus.metrics.core.metrics.Counter;
 import io.prometheus.metrics.core.metrics.CounterWithCallback;
 import io.prometheus.metrics.core.metrics.GaugeWithCallback;
@@ -7,6 +9,9 @@ import io.prometheus.metrics.core.metrics.Histogram;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.function.Function;
 import java.util.function.Supplier;
 import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.worker.CircuitBreaker;
@@ -46,6 +51,18 @@ final class RouterMetrics {
     private final Histogram pdDuration = histogram("vllm_router_pd_request_duration_seconds", "PD request duration", "route");
     private final Counter httpRequests = counter("vllm_router_http_requests_total", "HTTP requests",
             "route", "method", "status_code", "status_class");
+
+    // Data points of the per-request metrics, resolved once per label set: the client's labelValues() allocates and
+    // hashes a label list on every call. Nothing here ever removes a label set, so a cached point stays the live one.
+    private final ConcurrentHashMap<String, CounterDataPoint> requestsByRoute = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, DistributionDataPoint> durationByRoute = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, CounterDataPoint> processedByWorker = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, ConcurrentHashMap<String, CounterDataPoint>> decisionsByPolicy =
+            new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, CounterDataPoint[]> outcomesByWorker = new ConcurrentHashMap<>();
+    /** Route, then method, then the status code's point (indexed by code). */
+    private final ConcurrentHashMap<String, ConcurrentHashMap<String, AtomicReferenceArray<CounterDataPoint>>> http =
+            new ConcurrentHashMap<>();
 
     RouterMetrics(Supplier<List<Worker>> workers, Supplier<SessionStats> sessions) {
         GaugeWithCallback.builder().name("vllm_router_active_workers").help("Registered workers")
@@ -99,9 +116,14 @@ final class RouterMetrics {
         };
     }
 
+    private static <T> T point(ConcurrentHashMap<String, T> cache, String key, Function<String, T> create) {
+        T found = cache.get(key);
+        return found != null ? found : cache.computeIfAbsent(key, create);
+    }
+
     void requestSucceeded(String route, double seconds) {
-        requests.labelValues(route).inc();
-        requestDuration.labelValues(route).observe(seconds);
+        point(requestsByRoute, route, requests::labelValues).inc();
+        point(durationByRoute, route, requestDuration::labelValues).observe(seconds);
         generateDuration.observe(seconds);
         if (route.equals("/v1/embeddings")) {
             embeddings.inc();
@@ -126,7 +148,9 @@ final class RouterMetrics {
     }
 
     void circuitOutcome(String worker, boolean success) {
-        cbOutcomes.labelValues(worker, success ? "success" : "failure").inc();
+        CounterDataPoint[] outcomes = point(outcomesByWorker, worker, w -> new CounterDataPoint[] {
+                cbOutcomes.labelValues(w, "failure"), cbOutcomes.labelValues(w, "success")});
+        outcomes[success ? 1 : 0].inc();
     }
 
     void circuitTransition(String worker, CircuitBreaker.State from, CircuitBreaker.State to) {
@@ -134,8 +158,9 @@ final class RouterMetrics {
     }
 
     void selected(String policy, String worker) {
-        processed.labelValues(worker).inc();
-        policyDecisions.labelValues(policy, worker).inc();
+        point(processedByWorker, worker, processed::labelValues).inc();
+        point(point(decisionsByPolicy, policy, p -> new ConcurrentHashMap<>()), worker,
+                w -> policyDecisions.labelValues(policy, w)).inc();
     }
 
     void pdRequest(String route, String prefillWorker, String decodeWorker) {
@@ -159,7 +184,18 @@ final class RouterMetrics {
     }
 
     void httpRequest(String route, String method, int status) {
-        httpRequests.labelValues(route, method, Integer.toString(status), (status / 100) + "xx").inc();
+        if (status < 100 || status > 599) {
+            httpRequests.labelValues(route, method, Integer.toString(status), (status / 100) + "xx").inc();
+            return;
+        }
+        AtomicReferenceArray<CounterDataPoint> byStatus = point(point(http, route, r -> new ConcurrentHashMap<>()),
+                method, m -> new AtomicReferenceArray<>(600));
+        CounterDataPoint counter = byStatus.get(status);
+        if (counter == null) {
+            counter = httpRequests.labelValues(route, method, Integer.toString(status), (status / 100) + "xx");
+            byStatus.set(status, counter);
+        }
+        counter.inc();
     }
 
     private static String label(CircuitBreaker.State state) {
