@@ -102,6 +102,49 @@ def test_sigkill_of_parent_leaves_no_jvm(engine_jar, tmp_path):
             os.kill(jvm, signal.SIGKILL)
 
 
+FORKING_SCRIPT = textwrap.dedent("""
+    import os, sys, time
+    from vllm_router import Router, RouterArgs
+    handle = Router.from_args(RouterArgs(port=0, prometheus_port=0)).launch()
+    if os.fork() == 0:
+        time.sleep(120)  # a forked worker that outlives its parent
+        os._exit(0)
+    print("ready", flush=True)
+    time.sleep(120)
+""")
+
+
+def _is_engine_jvm(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"org.vllmrouter.host.Main" in f.read()
+    except OSError:
+        return False
+
+
+def test_forked_child_does_not_keep_the_engine_alive(engine_jar):
+    """A child forked without exec inherits the lifeline's write end unless the bridge drops it."""
+    parent = subprocess.Popen([sys.executable, "-c", FORKING_SCRIPT], stdout=subprocess.PIPE)
+    forked = []
+    try:
+        assert parent.stdout.readline().strip() == b"ready"
+        children = child_pids(parent.pid)
+        jvms = [pid for pid in children if _is_engine_jvm(pid)]
+        forked = [pid for pid in children if pid not in jvms]
+        assert len(jvms) == 1 and forked, f"expected the engine and one forked child, got {children}"
+        jvm = jvms[0]
+        parent.kill()
+        parent.wait()
+        assert wait_until(lambda: not pid_alive(jvm), STOP_WITHIN_SECS), \
+            "engine JVM kept alive by a forked child holding its lifeline"
+    finally:
+        for pid in forked:
+            if pid_alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        if parent.poll() is None:
+            parent.kill()
+
+
 def test_engine_logs_reach_redirected_stderr(engine_jar, tmp_path):
     port = free_port()
     log_path = tmp_path / "router.log"

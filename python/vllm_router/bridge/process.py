@@ -33,6 +33,43 @@ CHILD_POLL_INTERVAL_SECS = 0.02
 DEFAULT_STOP_TIMEOUT_SECS = 30.0
 ADMIN_HTTP_TIMEOUT_SECS = 10.0
 
+# Write ends of the lifelines this process holds. A child made by fork() without exec (a
+# multiprocessing "fork" worker, say) would inherit them and keep the engine alive after this
+# process died, so each forked child points its copies at /dev/null straight away. The fd is
+# replaced rather than closed: the child's copy of the file object still refers to that number
+# and would otherwise close an unrelated fd that reused it.
+_lifeline_fds: set = set()
+_lifeline_fds_lock = threading.Lock()
+
+
+def _release_inherited_lifelines() -> None:
+    if not _lifeline_fds:
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for fd in _lifeline_fds:
+            try:
+                os.dup2(devnull, fd)
+            except OSError:
+                pass
+    finally:
+        os.close(devnull)
+    _lifeline_fds.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_release_inherited_lifelines)
+
+
+def _hold_lifeline(fd: int) -> None:
+    with _lifeline_fds_lock:
+        _lifeline_fds.add(fd)
+
+
+def _drop_lifeline(fd: int) -> None:
+    with _lifeline_fds_lock:
+        _lifeline_fds.discard(fd)
+
 
 def engine_jar() -> Path:
     """The engine jar: $VLLM_ROUTER_ENGINE_JAR, else the copy shipped inside this package."""
@@ -146,11 +183,7 @@ class EngineProcess:
         return status
 
     def _close_lifeline(self) -> None:
-        if self._process.stdin and not self._process.stdin.closed:
-            try:
-                self._process.stdin.close()
-            except OSError:
-                pass
+        _close_stdin(self._process)
 
 
 def start_engine(config_json: str, startup_timeout: Optional[float] = None) -> EngineProcess:
@@ -173,6 +206,7 @@ def start_engine(config_json: str, startup_timeout: Optional[float] = None) -> E
         )
     except OSError as e:
         raise EngineStartupError(f"Could not run {java.executable}: {e}") from e
+    _hold_lifeline(process.stdin.fileno())
 
     try:
         process.stdin.write(config_json.encode("utf-8") + b"\n")
@@ -259,7 +293,12 @@ def _terminate(process: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-    if process.stdin:
+    _close_stdin(process)
+
+
+def _close_stdin(process: subprocess.Popen) -> None:
+    if process.stdin and not process.stdin.closed:
+        _drop_lifeline(process.stdin.fileno())
         try:
             process.stdin.close()
         except OSError:
