@@ -21,8 +21,9 @@ python-test: python-install-test class-cache
 demo: engine-jar python-install class-cache
 	$(PYTHON) -m vllm_router.demo
 
+# Only the launcher module and what it depends on (not the benchmarks); tests skipped.
 engine-jar:
-	$(MVN) -q package -DskipTests
+	$(MVN) -q -pl java/host -am package -DskipTests
 
 # The wheel carries the engine jar (gitignored), so copy the freshly built one in first.
 # Without it the package still installs; the tests that need the engine then fail and say why.

@@ -137,3 +137,19 @@ def test_startup_fails_fast_when_java_is_unusable(monkeypatch, tmp_path):
     with pytest.raises(RuntimeError, match="VLLM_ROUTER_JAVA"):
         Router.from_args(RouterArgs(port=0)).launch()
     assert time.monotonic() - started < 5
+
+
+def test_module_cli_reports_bad_config_and_exits_nonzero(engine_jar):
+    completed = subprocess.run(
+        [sys.executable, "-m", "vllm_router.launch_router", "--port", "0", "--prometheus-port", "0",
+         "--worker-urls", "ftp://w:1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60,
+    )
+    assert completed.returncode == 1
+    assert "Error starting router: Configuration validation failed" in completed.stderr
+
+
+def test_console_script_help():
+    completed = subprocess.run(["vllm-router", "--help"], stdout=subprocess.PIPE, text=True, timeout=30)
+    assert completed.returncode == 0
+    assert "--policy" in completed.stdout and "sticky_least_loaded" in completed.stdout

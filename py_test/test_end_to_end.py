@@ -16,15 +16,16 @@ def new_session_id() -> str:
 
 @pytest.fixture(scope="module")
 def trainer_router(mock_workers):
-    """launch_router in a multiprocessing child, exactly as SkyRL's VLLMRouter does."""
+    """launch_router in a daemon multiprocessing child, as SkyRL's VLLMRouter does."""
     # A 1 s start-up check interval (trainers set it too) keeps a slow first probe on a busy
     # machine from costing the default 30 s.
     kwargs = dict(host="0.0.0.0", port=free_port(), policy="sticky_least_loaded",
                   worker_urls=mock_workers, worker_startup_check_interval=1)
     args = RouterArgs(**kwargs)
     args.prometheus_port = free_port()  # trainers reserve and write back both ports
-    process = multiprocessing.Process(target=launch_router, args=(args,), daemon=True,
-                                      name="vllm-router")
+    # forkserver (Python 3.14's default start method) pickles RouterArgs into a fresh process.
+    process = multiprocessing.get_context("forkserver").Process(
+        target=launch_router, args=(args,), daemon=True, name="vllm-router")
     process.start()
     url = f"http://127.0.0.1:{args.port}"
     wait_healthy(url, timeout=60, alive=process.is_alive)

@@ -80,10 +80,11 @@ else
   CP="$ROOT/java/mock/target/classes:$(cat "$WORK/cp.txt")"
 fi
 
-# Waits (bounded) for an HTTP 200 on a URL.
+# Waits (bounded) for an HTTP 200 on a URL while process PID is alive.
 wait_http() {
-  local url=$1 deadline=$((SECONDS + ${2:-60}))
+  local url=$1 pid=$2 deadline=$((SECONDS + ${3:-60}))
   until curl -fsS -o /dev/null "$url" 2>/dev/null; do
+    if ! kill -0 "$pid" 2>/dev/null; then log "process $pid exited before $url answered"; return 1; fi
     if (( SECONDS >= deadline )); then log "timeout waiting for $url"; return 1; fi
     sleep 0.2
   done
@@ -138,7 +139,7 @@ start_haproxy() {
   haproxy -f "$WORK/haproxy.cfg" -db > "$WORK/haproxy.log" 2>&1 &
   PROXY_PID=$!
   PIDS+=("$PROXY_PID")
-  wait_http "http://127.0.0.1:$HAPROXY_PORT/health" 30
+  wait_http "http://127.0.0.1:$HAPROXY_PORT/health" "$PROXY_PID" 30
   ARM_URL="http://127.0.0.1:$HAPROXY_PORT"
 }
 
@@ -151,16 +152,31 @@ start_router() {
 {"worker_urls": [${urls%,}], "host": "127.0.0.1", "port": $ROUTER_PORT,
  "policy": "sticky_least_loaded", "prometheus_port": 0}
 EOF
-  local cmd=${ROUTER_CMD:-"$JAVA $JAVA_OPTS -jar $ENGINE_JAR serve --config $ROUTER_CONFIG"}
   if [[ -z "${ROUTER_CMD:-}" && ! -f "$ENGINE_JAR" ]]; then
     log "router arm skipped: $ENGINE_JAR is not built (or set ROUTER_CMD)"
     return 1
+  fi
+  local cmd=${ROUTER_CMD:-"$JAVA $JAVA_OPTS -jar $ENGINE_JAR serve --config $ROUTER_CONFIG"}
+  if [[ -z "${ROUTER_CMD:-}" ]] && ! "$JAVA" -jar "$ENGINE_JAR" serve --help >/dev/null 2>&1; then
+    # A launcher without `serve` yet: call the engine's entry point (EngineRunner.serve) from a one-file
+    # program run by the JDK's source launcher, in the same JVM, so the pid measured is still the router's.
+    cat > "$WORK/ServeEngine.java" <<'JAVA'
+public class ServeEngine {
+    public static void main(String[] args) throws Exception {
+        try (var config = new java.io.FileInputStream(args[0])) {
+            System.exit(org.vllmrouter.server.EngineRunner.serve(config, false));
+        }
+    }
+}
+JAVA
+    log "the launcher has no serve command; running EngineRunner.serve directly"
+    cmd="$JAVA $JAVA_OPTS -cp $ENGINE_JAR $WORK/ServeEngine.java $ROUTER_CONFIG"
   fi
   # exec, so that the pid we hold (and read CPU from) is the router itself.
   ( eval "exec $cmd" ) > "$WORK/router.out" 2> "$WORK/router.err" &
   PROXY_PID=$!
   PIDS+=("$PROXY_PID")
-  if ! wait_http "http://127.0.0.1:$ROUTER_PORT/health" 60; then
+  if ! wait_http "http://127.0.0.1:$ROUTER_PORT/health" "$PROXY_PID" 60; then
     log "router did not become healthy: $(tail -5 "$WORK/router.err")"
     return 1
   fi

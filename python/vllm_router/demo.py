@@ -1,6 +1,6 @@
 """The main job: a multi-turn agentic workload over mock vLLM workers, per routing policy.
 
-    python -m vllm_router.demo [--sessions 48] [--turns 6] [--concurrency 16] [--workers 4]
+    python -m vllm_router.demo [--sessions 32] [--turns 6] [--concurrency 16] [--workers 4]
 
 Starts mock vLLM workers (one JVM; each worker models a prefix cache, prefill/decode latency
 and a batch-size limit), then for each policy starts the router with `Router.launch()` and runs
@@ -29,9 +29,9 @@ WORKLOAD_MAIN_CLASS = "org.vllmrouter.mock.WorkloadMain"
 # Mock latency model: uncached prompt tokens dominate, so KV-cache reuse shows in latency; a
 # small per-worker batch limit makes load imbalance show in the tail.
 MOCK_WORKER_KNOBS = {
-    "latency-ms": "2",
-    "prefill-us-per-token": "20",
-    "decode-us-per-token": "200",
+    "latency-ms": "5",
+    "prefill-us-per-token": "600",
+    "decode-us-per-token": "500",
     "max-concurrency": "4",
 }
 PROMPT_TOKENS_PER_TURN = 256
@@ -84,7 +84,8 @@ def run_workload(router_url: str, sessions: int, turns: int, concurrency: int) -
                            f"{completed.stdout.strip()}") from None
 
 
-def run_policy(policy: str, worker_urls: List[str], sessions: int, turns: int, concurrency: int) -> dict:
+def run_policy(policy: str, worker_urls: List[str], sessions: int, turns: int, concurrency: int,
+               warm_up: bool) -> dict:
     # The workers are up already; a 1 s start-up check interval keeps a slow first health probe
     # (cold JVM on a busy machine) from costing the default 30 s.
     args = RouterArgs(port=0, prometheus_port=0, policy=policy, worker_urls=worker_urls,
@@ -92,6 +93,9 @@ def run_policy(policy: str, worker_urls: List[str], sessions: int, turns: int, c
     started = time.perf_counter()
     with Router.from_args(args).launch() as router:
         startup_ms = (time.perf_counter() - started) * 1000
+        if warm_up:
+            # Untimed: lets the mock workers' JIT warm up, so the first policy is not penalised.
+            run_workload(router.url, 2 * concurrency, 3, concurrency)
         result = run_workload(router.url, sessions, turns, concurrency)
         result["leftover_sessions"] = sum(router.sessions().values())
     result["policy"] = policy
@@ -127,7 +131,7 @@ def print_report(results: List[dict], worker_urls: List[str], sessions: int, tur
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m vllm_router.demo", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sessions", type=int, default=48)
+    parser.add_argument("--sessions", type=int, default=32)
     parser.add_argument("--turns", type=int, default=6)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--workers", type=int, default=4)
@@ -137,10 +141,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     workers = MockWorkers(options.workers, MOCK_WORKER_KNOBS)
     try:
         results = []
-        for policy in options.policies:
+        for index, policy in enumerate(options.policies):
             print(f"running {policy} ...", flush=True)
             results.append(run_policy(policy, workers.urls, options.sessions, options.turns,
-                                      options.concurrency))
+                                      options.concurrency, warm_up=index == 0))
     finally:
         workers.close()
     print_report(results, workers.urls, options.sessions, options.turns)

@@ -115,7 +115,11 @@ class Router:
             raise RuntimeError(f"Router engine exited with status {status}")
 
     def launch(self) -> "RouterHandle":
-        """Start serving in the background and return a handle once the router is ready."""
+        """Start serving in the background and return a handle once the router is ready.
+
+        Keep the handle while the router should run: it owns the engine's lifeline, so
+        dropping it (or this process ending) stops the router too.
+        """
         engine = _bridge().start_engine(self.config_json, self._startup_timeout())
         return RouterHandle(engine)
 

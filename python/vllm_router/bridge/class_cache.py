@@ -7,8 +7,8 @@ exits, which would delay both start-up and shutdown. So the first `start_engine`
 cache starts a detached builder (`python -m vllm_router.bridge.class_cache`) and goes on
 without it; `make` builds the cache right after installing the package.
 
-The cache is keyed by the Java runtime and the jar (path, size, mtime), lives in the user's
-cache directory, and is written under a temporary name then renamed, so a JVM never sees a
+The cache is keyed by the Java runtime, the jar (path, size, mtime) and the JVM options, lives
+in the user's cache directory (one file per runtime and jar location), and is written under a temporary name then renamed, so a JVM never sees a
 partial file. A cache the JVM cannot use is ignored by the JVM.
 """
 
@@ -38,11 +38,15 @@ def cache_path(java: JavaRuntime, jar: Path, base_options: List[str]) -> Optiona
     if java.major_version < MIN_JAVA_MAJOR_FOR_AOT_CACHE or os.environ.get("VLLM_ROUTER_AOT_CACHE", "1") == "0":
         return None
     stat = jar.stat()
-    key = "|".join([java.executable, str(java.major_version), str(jar.resolve()), str(stat.st_size),
-                    str(stat.st_mtime_ns), *base_options])
-    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    # One slot per (runtime, jar location); a rebuilt jar or new options replace the slot's cache.
+    slot = _digest(java.executable, str(jar.resolve()))
+    version = _digest(str(java.major_version), str(stat.st_size), str(stat.st_mtime_ns), *base_options)
     cache_home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(cache_home) / "vllm-router-jvm" / f"engine-{digest}.aot"
+    return Path(cache_home) / "vllm-router-jvm" / f"engine-{slot}-{version}.aot"
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:12]
 
 
 def jvm_options(java: JavaRuntime, jar: Path, base_options: List[str]) -> List[str]:
@@ -140,7 +144,9 @@ def _training_run(java: JavaRuntime, jar: Path, output: Path) -> None:
 
 
 def _remove_other_caches(keep: Path) -> None:
-    for other in keep.parent.glob("engine-*.aot"):
+    """Drop the caches of earlier jars at the same location (same slot)."""
+    slot = keep.name.split("-")[1]
+    for other in keep.parent.glob(f"engine-{slot}-*.aot"):
         if other != keep:
             try:
                 other.unlink()

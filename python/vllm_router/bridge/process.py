@@ -18,9 +18,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from pathlib import Path
 from typing import List, Optional
 
@@ -91,13 +88,20 @@ class EngineProcess:
 
     def finish_session(self, session_id: str) -> None:
         """`POST /finish_session?session_id=...`; an unknown id is a no-op."""
-        self._admin_request("POST", "/finish_session?session_id=" + urllib.parse.quote(session_id, safe=""), b"")
+        from urllib.parse import quote
+
+        self._admin_request("POST", "/finish_session?session_id=" + quote(session_id, safe=""), b"")
 
     def session_stats(self) -> dict:
         """The router's `GET /sessions` answer."""
         return json.loads(self._admin_request("GET", "/sessions"))
 
     def _admin_request(self, method: str, path: str, body: Optional[bytes] = None) -> bytes:
+        # Imported here: urllib.request costs tens of ms, and the blocking launch_router path
+        # never needs it.
+        import urllib.error
+        import urllib.request
+
         request = urllib.request.Request(self.url + path, data=body, method=method)
         if self._admin_api_key:
             request.add_header("Authorization", f"Bearer {self._admin_api_key}")

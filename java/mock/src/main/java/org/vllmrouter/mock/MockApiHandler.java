@@ -221,16 +221,15 @@ final class MockApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
                 head.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
             }
             ctx.write(head);
-            streamChunk(ctx, keepAlive, g, 0);
+            streamChunk(ctx, keepAlive, g, 0, worker.knobs().streamChunks());
         });
     }
 
-    private void streamChunk(ChannelHandlerContext ctx, boolean keepAlive, Generation g, int i) {
+    private void streamChunk(ChannelHandlerContext ctx, boolean keepAlive, Generation g, int i, int chunks) {
         if (!ctx.channel().isActive()) {
             worker.slots().release();
             return;
         }
-        int chunks = worker.knobs().streamChunks();
         int total = g.outputIds.length;
         if (i < chunks) {
             int from = (int) ((long) total * i / chunks);
@@ -242,7 +241,7 @@ final class MockApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
                     return;
                 }
                 ctx.writeAndFlush(sseEvent(g.streamChunk(i, chunks, from, to)));
-                streamChunk(ctx, keepAlive, g, i + 1);
+                streamChunk(ctx, keepAlive, g, i + 1, chunks);
             });
             return;
         }

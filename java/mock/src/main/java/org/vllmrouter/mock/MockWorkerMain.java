@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.io.InputStream;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -45,6 +46,11 @@ public final class MockWorkerMain {
     record Options(MockConfig config, boolean lifeline) {}
 
     public static void main(String[] args) {
+        List<String> argList = Arrays.asList(args);
+        if (argList.contains("--help") || argList.contains("-h")) {
+            System.out.print(USAGE);
+            return;
+        }
         Options opts;
         MockWorkers workers;
         try {
@@ -108,7 +114,6 @@ public final class MockWorkerMain {
             switch (name) {
                 case "lifeline" -> lifeline = true;
                 case "capture-requests" -> capture = true;
-                case "help" -> throw new IllegalArgumentException("help requested");
                 default -> {
                     boolean flag = Knobs.isFlag(name) && inlineValue == null;
                     String value = flag ? "true" : inlineValue != null ? inlineValue : valueOf(args, ++i, name);

@@ -61,11 +61,19 @@ class FaultKnobsTest {
 
     @Test
     void healthFailsAfterConfiguredTime() throws Exception {
+        // The first probe must land inside the healthy window: make it long enough that a loaded machine
+        // cannot miss it, then wait for the flip instead of sleeping a fixed time.
         try (MockWorkers mock = MockWorkers.start(MockConfig.builder().count(1)
-                .all(k -> k.healthFailAfterMs(200)).build())) {
-            assertEquals(200, Http.get(mock.urls().get(0) + "/health").statusCode());
-            Thread.sleep(250);
-            assertEquals(500, Http.get(mock.urls().get(0) + "/health").statusCode());
+                .all(k -> k.healthFailAfterMs(3_000)).build())) {
+            String health = mock.urls().get(0) + "/health";
+            assertEquals(200, Http.get(health).statusCode());
+            long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+            int status = 200;
+            while (status == 200 && System.nanoTime() < deadline) {
+                Thread.sleep(100);
+                status = Http.get(health).statusCode();
+            }
+            assertEquals(500, status);
         }
     }
 
@@ -76,12 +84,21 @@ class FaultKnobsTest {
             assertEquals(200, status(w.url()));
             w.knobs().hang(true);
             w.clearCaptured();
+            // No client timeout here: a client that gives up closes its connection, which ends the
+            // in-flight request on the worker. Wait until the worker has the request instead.
             HttpRequest req = HttpRequest.newBuilder(URI.create(w.url() + "/v1/completions"))
-                    .timeout(Duration.ofMillis(500)).POST(HttpRequest.BodyPublishers.ofString(COMPLETION)).build();
-            assertThrows(HttpTimeoutException.class, () -> Http.CLIENT.send(req, HttpResponse.BodyHandlers.ofString()));
+                    .POST(HttpRequest.BodyPublishers.ofString(COMPLETION)).build();
+            CompletableFuture<HttpResponse<String>> pending =
+                    Http.CLIENT.sendAsync(req, HttpResponse.BodyHandlers.ofString());
+            long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+            while (w.captured("/v1/completions").isEmpty() && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
             assertEquals(1, w.captured("/v1/completions").size(), "received, just not answered");
             assertEquals(1, w.inFlight());
+            assertFalse(pending.isDone(), "a hanging worker never answers");
             assertEquals(200, Http.get(w.url() + "/health").statusCode());
+            pending.cancel(true);
 
             w.knobs().hang(false).hangHealth(true);
             HttpRequest health = HttpRequest.newBuilder(URI.create(w.url() + "/health"))

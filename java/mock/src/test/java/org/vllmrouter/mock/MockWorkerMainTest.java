@@ -71,6 +71,19 @@ class MockWorkerMainTest {
     }
 
     @Test
+    void crashOnRequestEndsTheProcessOnceEveryWorkerIsDown() throws Exception {
+        Process p = spawn("--count", "1", "--crash-on-request");
+        try {
+            String url = firstLine(p).get("urls").get(0).asText();
+            assertThrows(java.io.IOException.class, () -> Http.post(url + "/v1/completions", "{\"prompt\":\"x\"}"));
+            assertTrue(p.waitFor(10, TimeUnit.SECONDS));
+            assertEquals(1, p.exitValue());
+        } finally {
+            p.destroyForcibly();
+        }
+    }
+
+    @Test
     void badArgumentsPrintAnErrorLineAndExit2() throws Exception {
         Process p = spawn("--count", "1", "--status-code", "abc");
         try {

@@ -1,6 +1,7 @@
 package org.vllmrouter.server;
 
 import io.netty.util.concurrent.EventExecutor;
+import io.netty.util.concurrent.Ticker;
 import java.util.ArrayDeque;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
@@ -9,6 +10,8 @@ import java.util.concurrent.TimeUnit;
  * Upstream's limiter for inference routes: a token bucket (capacity {@code max_concurrent_requests}, refilled at
  * {@code rate_limit_tokens_per_second}, a request takes a token and gives it back when its response head is out)
  * with a bounded FIFO queue whose waiters time out with 408; a full queue (or no queue) answers 429 with Retry-After.
+ * The bucket reads time from a {@link Ticker} so tests can freeze it: with real time a held token is refilled within
+ * a second, and a test could never be sure the next request finds the bucket empty.
  */
 final class AdmissionLimiter {
 
@@ -26,32 +29,35 @@ final class AdmissionLimiter {
     private final int queueSize;
     private final long queueTimeoutNanos;
     private final EventExecutor scheduler;
+    private final Ticker clock;
     private final ArrayDeque<Waiter> waiters = new ArrayDeque<>();
     private double tokens;
     private long lastRefill;
     private ScheduledFuture<?> drain;
 
-    AdmissionLimiter(int maxConcurrent, Integer tokensPerSecond, int queueSize, int queueTimeoutSecs, EventExecutor scheduler) {
+    AdmissionLimiter(int maxConcurrent, Integer tokensPerSecond, int queueSize, int queueTimeoutSecs, EventExecutor scheduler,
+                     Ticker clock) {
         this.capacity = Math.max(1, maxConcurrent);
         double perSecond = tokensPerSecond == null ? capacity : Math.max(1, tokensPerSecond);
         this.ratePerNano = perSecond / TimeUnit.SECONDS.toNanos(1);
         this.queueSize = Math.max(0, queueSize);
         this.queueTimeoutNanos = TimeUnit.SECONDS.toNanos(Math.max(0, queueTimeoutSecs));
         this.scheduler = scheduler;
+        this.clock = clock;
         this.tokens = capacity;
-        this.lastRefill = System.nanoTime();
+        this.lastRefill = clock.nanoTime();
     }
 
     /** Calls exactly one of the ticket's methods, on {@code executor}. */
     void acquire(EventExecutor executor, Ticket ticket) {
         long retryAfter;
         synchronized (this) {
-            refill(System.nanoTime());
+            refill(clock.nanoTime());
             if (waiters.isEmpty() && tokens >= 1) {
                 tokens -= 1;
                 retryAfter = -1;
             } else if (waiters.size() < queueSize) {
-                waiters.addLast(new Waiter(executor, ticket, System.nanoTime() + queueTimeoutNanos));
+                waiters.addLast(new Waiter(executor, ticket, clock.nanoTime() + queueTimeoutNanos));
                 scheduleDrain(0);
                 return;
             } else {
@@ -73,7 +79,7 @@ final class AdmissionLimiter {
     /** Gives back the token of an admitted request. */
     void release() {
         synchronized (this) {
-            refill(System.nanoTime());
+            refill(clock.nanoTime());
             tokens = Math.min(capacity, tokens + 1);
             if (!waiters.isEmpty()) {
                 scheduleDrain(0);
@@ -81,24 +87,25 @@ final class AdmissionLimiter {
         }
     }
 
-    synchronized int queued() {
-        return waiters.size();
-    }
-
     private void refill(long now) {
         tokens = Math.min(capacity, tokens + (now - lastRefill) * ratePerNano);
         lastRefill = now;
     }
 
+    /** A drain already due by then is enough; one due later (waiting for a refill) is brought forward. */
     private void scheduleDrain(long delayNanos) {
-        if (drain == null || drain.isDone()) {
-            drain = scheduler.schedule(this::drainQueue, delayNanos, TimeUnit.NANOSECONDS);
+        if (drain != null && !drain.isDone()) {
+            if (drain.getDelay(TimeUnit.NANOSECONDS) <= delayNanos) {
+                return;
+            }
+            drain.cancel(false);
         }
+        drain = scheduler.schedule(this::drainQueue, delayNanos, TimeUnit.NANOSECONDS);
     }
 
     private void drainQueue() {
         synchronized (this) {
-            long now = System.nanoTime();
+            long now = clock.nanoTime();
             refill(now);
             drain = null;
             while (!waiters.isEmpty()) {

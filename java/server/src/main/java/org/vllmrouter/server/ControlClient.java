@@ -32,7 +32,8 @@ import java.util.concurrent.TimeoutException;
 /**
  * One-shot HTTP exchanges on a fresh connection ({@code Connection: close}) for the control plane: health probes,
  * start-up waits, fan-outs (/get_loads, /flush_cache, responses), API-key validation and the PD prefill stage.
- * The data plane does not use this; it goes through {@link WorkerPools}.
+ * The data plane does not use this; it goes through {@link WorkerPools}. Cancelling the returned future closes
+ * the connection, which is how a worker learns the caller went away.
  */
 final class ControlClient {
     /** A complete reply; the body is copied out so no reference-counted buffer escapes. */
@@ -74,7 +75,12 @@ final class ControlClient {
             result.completeExceptionally(new TimeoutException("no reply within " + timeout.toMillis() + " ms"));
             channel.close();
         }, timeout.toNanos(), TimeUnit.NANOSECONDS);
-        result.whenComplete((r, e) -> timer.cancel(false));
+        result.whenComplete((r, e) -> {
+            timer.cancel(false);
+            if (result.isCancelled()) {
+                channel.close();
+            }
+        });
         connect.addListener((ChannelFutureListener) f -> {
             if (!f.isSuccess()) {
                 result.completeExceptionally(f.cause());

@@ -1,11 +1,9 @@
 package org.vllmrouter.server;
 
-import io.netty.handler.codec.http.DefaultHttpHeaders;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.util.AsciiString;
 import java.util.List;
-import java.util.Map;
 
 /** Which headers cross the proxy: hop-by-hop ones never do; the router sets framing and Host itself. */
 final class Hop {
@@ -26,10 +24,8 @@ final class Hop {
 
     /** Client headers to forward to a worker; {@code keepAuthorization} is false on the proxy fallback. */
     static HttpHeaders forwardable(HttpHeaders client, boolean keepAuthorization) {
-        HttpHeaders out = new DefaultHttpHeaders();
-        for (Map.Entry<String, String> e : client) {
-            out.add(e.getKey(), e.getValue());
-        }
+        // A copy keeps the decoder's entries as they are (no re-validation, no String conversion).
+        HttpHeaders out = client.copy();
         for (AsciiString name : REQUEST_DROPPED) {
             out.remove(name);
         }

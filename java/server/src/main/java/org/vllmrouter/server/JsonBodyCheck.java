@@ -5,6 +5,7 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
 import io.netty.buffer.ByteBuf;
 import java.io.IOException;
+import org.vllmrouter.core.session.BodySource;
 
 /**
  * Checks that a body is one well-formed JSON document (an object where the route needs one) in a single streaming
@@ -15,7 +16,11 @@ final class JsonBodyCheck {
 
     /** Null when the body is acceptable, else the 400 message. */
     static String problem(ByteBuf body, boolean requireObject) {
-        try (JsonParser parser = Router.bodySource(body).open(Json.FACTORY)) {
+        return problem(Router.bodySource(body), requireObject);
+    }
+
+    static String problem(BodySource body, boolean requireObject) {
+        try (JsonParser parser = body.open(Json.FACTORY)) {
             JsonToken first = parser.nextToken();
             if (first == null) {
                 return "Invalid JSON body: empty document";

@@ -1,5 +1,7 @@
 package org.vllmrouter.server;
 
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -8,13 +10,16 @@ import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.CompositeByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.EventLoop;
+import io.netty.handler.codec.http.DefaultFullHttpResponse;
 import io.netty.handler.codec.http.DefaultHttpHeaders;
 import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaderValues;
 import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpVersion;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
@@ -22,6 +27,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.logging.Logger;
 import org.vllmrouter.core.config.RouterConfig;
@@ -134,9 +140,11 @@ final class PdRoutes {
         metrics.pdRequest(route, pair.prefill.url(), pair.decode.url());
         String requestId = "___prefill_addr_" + hostPort(pair.prefill) + "___decode_addr_" + hostPort(pair.decode) + "_"
                 + UUID.randomUUID().toString().replace("-", "");
+        ObjectNode original;
         byte[] prefillBody;
         try {
-            prefillBody = prefillBody(request.content(), route.equals("/inference/v1/generate"));
+            original = parseObject(ByteBufUtil.getBytes(request.content()));
+            prefillBody = prefillBody(original.deepCopy(), route.equals("/inference/v1/generate"));
         } catch (IOException e) {
             request.release();
             admissionRelease.run();
@@ -148,35 +156,58 @@ final class PdRoutes {
         EventLoop loop = front.context().channel().eventLoop();
         Worker prefill = pair.prefill;
         prefill.incrementLoad();
-        ControlClient.send(loop, HttpMethod.POST, prefill.baseUrl(), target, withRank(stageHeaders, prefill), prefillBody,
-                        stageTimeout)
-                .whenComplete((reply, error) -> loop.execute(() -> {
-                    prefill.decrementLoad();
-                    boolean ok = error == null && reply.ok();
-                    prefill.circuitBreaker().recordOutcome(error == null && reply.status() < 500);
-                    policies.prefillPolicy().onComplete(prefill, ok);
-                    JsonNode kv = ok ? kvTransferParams(reply.body()) : null;
-                    if (!ok || kv == MissingJson.INVALID) {
-                        String detail = error != null ? "prefill request failed: " + error.getMessage()
-                                : !reply.ok() ? "prefill worker returned HTTP " + reply.status()
-                                : "prefill response is not JSON";
-                        metrics.pdPrefillFailed(prefill.url(), "prefill_error");
-                        request.release();
-                        admissionRelease.run();
-                        front.respond(Responses.text(front.context().alloc(), HttpResponseStatus.INTERNAL_SERVER_ERROR,
-                                "Request processing failed: " + detail));
-                        return;
-                    }
-                    if (!front.isActive()) {
-                        request.release();
-                        admissionRelease.run();
-                        return;
-                    }
-                    ByteBuf decodeBody = kv == null ? request.content().retain()
-                            : splice(request.content(), "\"kv_transfer_params\":" + kv);
-                    decode(front, request, route, target, pair.decode, withRank(stageHeaders, pair.decode), decodeBody,
-                            admissionRelease, start, policies.decodePolicy());
-                }));
+        CompletableFuture<ControlClient.Reply> prefillCall = ControlClient.send(loop, HttpMethod.POST,
+                prefill.baseUrl(), target, withRank(stageHeaders, prefill), prefillBody, stageTimeout);
+        front.setExchange(new FrontendHandler.Exchange() {
+            @Override
+            public void onClientGone() {
+                prefillCall.cancel(false);
+            }
+
+            @Override
+            public void onClientWritable() {
+            }
+        });
+        prefillCall.whenComplete((reply, error) -> loop.execute(() -> {
+            prefill.decrementLoad();
+            if (prefillCall.isCancelled()) {
+                policies.prefillPolicy().onComplete(prefill, false);
+                request.release();
+                admissionRelease.run();
+                return;
+            }
+            boolean ok = error == null && reply.ok();
+            prefill.circuitBreaker().recordOutcome(error == null && reply.status() < 500);
+            policies.prefillPolicy().onComplete(prefill, ok);
+            JsonNode prefillAnswer = ok ? answerObject(reply.body()) : null;
+            if (!ok || prefillAnswer == null) {
+                String detail = error != null ? "prefill request failed: " + error.getMessage()
+                        : !reply.ok() ? "prefill worker returned HTTP " + reply.status()
+                        : "prefill response is not JSON";
+                metrics.pdPrefillFailed(prefill.url(), "prefill_error");
+                request.release();
+                admissionRelease.run();
+                front.respond(Responses.text(front.context().alloc(), HttpResponseStatus.INTERNAL_SERVER_ERROR,
+                        "Request processing failed: " + detail));
+                return;
+            }
+            if (!front.isActive()) {
+                request.release();
+                admissionRelease.run();
+                return;
+            }
+            JsonNode kv = prefillAnswer.get("kv_transfer_params");
+            ByteBuf decodeBody = kv == null || kv.isNull() ? request.content().retain()
+                    : splice(request.content(), "\"kv_transfer_params\":" + kv);
+            if (LogprobsMerge.requested(original)) {
+                request.release();
+                decodeAndMerge(front, route, target, pair.decode, withRank(stageHeaders, pair.decode), decodeBody,
+                        prefillAnswer, original.path("echo").asBoolean(false), admissionRelease, start);
+            } else {
+                decode(front, request, route, target, pair.decode, withRank(stageHeaders, pair.decode), decodeBody,
+                        admissionRelease, start, policies.decodePolicy());
+            }
+        }));
     }
 
     private void bootstrap(FrontendHandler front, FullHttpRequest request, String route, String target,
@@ -190,9 +221,7 @@ final class PdRoutes {
         metrics.pdRequest(route, pair.prefill.url(), pair.decode.url());
         String host = URI.create(pair.prefill.baseUrl()).getHost();
         Integer port = pair.prefill.bootstrapPort();
-        long room = ThreadLocalRandom.current().nextLong(0, Long.MAX_VALUE);
-        String fields = "\"bootstrap_host\":" + quote(host) + ",\"bootstrap_port\":" + (port == null ? "null" : port)
-                + ",\"bootstrap_room\":" + room;
+        String fields = bootstrapFields(quote(host), port == null ? "null" : port.toString(), batchSize(request.content()));
         EventLoop loop = front.context().channel().eventLoop();
         Worker prefill = pair.prefill;
         HttpHeaders headers = Hop.forwardable(request.headers(), true);
@@ -218,6 +247,57 @@ final class PdRoutes {
                 splice(request.content(), fields), admissionRelease, start, policies.decodePolicy());
     }
 
+    /**
+     * {@code bootstrap_host/port/room} for one request, or, for a batch of n ({@code text} a list, or
+     * {@code input_ids} a list of lists), n-element lists of them with a fresh room per element.
+     */
+    static String bootstrapFields(String quotedHost, String port, int batch) {
+        ThreadLocalRandom random = ThreadLocalRandom.current();
+        if (batch < 0) {
+            return "\"bootstrap_host\":" + quotedHost + ",\"bootstrap_port\":" + port
+                    + ",\"bootstrap_room\":" + random.nextLong(0, Long.MAX_VALUE);
+        }
+        StringBuilder hosts = new StringBuilder("[");
+        StringBuilder ports = new StringBuilder("[");
+        StringBuilder rooms = new StringBuilder("[");
+        for (int i = 0; i < batch; i++) {
+            String sep = i == 0 ? "" : ",";
+            hosts.append(sep).append(quotedHost);
+            ports.append(sep).append(port);
+            rooms.append(sep).append(random.nextLong(0, Long.MAX_VALUE));
+        }
+        return "\"bootstrap_host\":" + hosts + "],\"bootstrap_port\":" + ports + "],\"bootstrap_room\":" + rooms + "]";
+    }
+
+    /** The batch size of an SGLang generate body, or -1 for a single request. */
+    static int batchSize(ByteBuf body) {
+        try (JsonParser p = Router.bodySource(body).open(Json.FACTORY)) {
+            if (p.nextToken() != JsonToken.START_OBJECT) {
+                return -1;
+            }
+            while (p.nextToken() == JsonToken.FIELD_NAME) {
+                String name = p.currentName();
+                JsonToken value = p.nextToken();
+                if (value == JsonToken.START_ARRAY && (name.equals("text") || name.equals("input_ids"))) {
+                    int elements = 0;
+                    boolean nested = false;
+                    JsonToken element;
+                    while ((element = p.nextToken()) != JsonToken.END_ARRAY && element != null) {
+                        nested |= element == JsonToken.START_ARRAY;
+                        p.skipChildren();
+                        elements++;
+                    }
+                    // A flat input_ids list is one tokenised prompt; a text list is a batch of prompts.
+                    return name.equals("text") || nested ? elements : -1;
+                }
+                p.skipChildren();
+            }
+        } catch (IOException e) {
+            return -1;
+        }
+        return -1;
+    }
+
     private void decode(FrontendHandler front, FullHttpRequest request, String route, String target, Worker decode,
                         HttpHeaders headers, ByteBuf body, Runnable admissionRelease, long start,
                         LoadBalancingPolicy decodePolicy) {
@@ -231,7 +311,87 @@ final class PdRoutes {
             used[0] = true;
             return decode;
         }, Router.NO_AVAILABLE_WORKERS, admissionRelease, decodePolicy, RetryPolicy.NONE,
-                (status, success, worker) -> metrics.pdDuration(route, (System.nanoTime() - start) / 1e9));
+                (status, success, worker) -> {
+                    metrics.pdDuration(route, (System.nanoTime() - start) / 1e9);
+                    if (!success) {
+                        metrics.pdDecodeFailed(decode.url());
+                    }
+                });
+    }
+
+    /**
+     * The decode stage when the client asked for logprobs without streaming: the whole decode answer is needed to
+     * merge the prefill's prompt logprobs into it, so it is read in full over a one-shot connection instead of being
+     * relayed part by part. Takes ownership of {@code body}.
+     */
+    private void decodeAndMerge(FrontendHandler front, String route, String target, Worker decode, HttpHeaders headers,
+                                ByteBuf body, JsonNode prefillAnswer, boolean echo, Runnable admissionRelease,
+                                long start) {
+        byte[] bytes = ByteBufUtil.getBytes(body);
+        body.release();
+        EventLoop loop = front.context().channel().eventLoop();
+        decode.incrementLoad();
+        CompletableFuture<ControlClient.Reply> decodeCall = ControlClient.send(loop, HttpMethod.POST,
+                decode.baseUrl(), target, headers, bytes, stageTimeout);
+        front.setExchange(new FrontendHandler.Exchange() {
+            @Override
+            public void onClientGone() {
+                decodeCall.cancel(false);
+            }
+
+            @Override
+            public void onClientWritable() {
+            }
+        });
+        decodeCall.whenComplete((reply, error) -> loop.execute(() -> {
+            decode.decrementLoad();
+            boolean ok = error == null && reply.ok();
+            decode.circuitBreaker().recordOutcome(error == null && reply.status() < 500);
+            policies.decodePolicy().onComplete(decode, ok);
+            admissionRelease.run();
+            metrics.pdDuration(route, (System.nanoTime() - start) / 1e9);
+            if (decodeCall.isCancelled()) {
+                metrics.requestFailed(route, "client_disconnected");
+                return;
+            }
+            if (!ok) {
+                metrics.pdDecodeFailed(decode.url());
+            }
+            if (error != null) {
+                metrics.requestFailed(route, "http_500");
+                front.respond(Responses.text(front.context().alloc(), HttpResponseStatus.INTERNAL_SERVER_ERROR,
+                        "Request failed: " + error.getMessage()));
+                return;
+            }
+            ObjectNode answer = ok ? answerObject(reply.body()) : null;
+            if (answer == null) {
+                // An error answer (or one that is not a JSON object) has nothing to merge into: relayed as it came.
+                metrics.requestFailed(route, reply.status() >= 500 ? "http_" + reply.status() : "non_retryable_error");
+                front.respond(relayed(front, reply.status(), reply.headers(), reply.body()));
+                return;
+            }
+            metrics.requestSucceeded(route, (System.nanoTime() - start) / 1e9);
+            LogprobsMerge.into(answer, prefillAnswer, echo);
+            byte[] merged;
+            try {
+                merged = MAPPER.writeValueAsBytes(answer);
+            } catch (IOException e) {
+                throw new IllegalStateException("a parsed JSON tree always serialises", e);
+            }
+            front.respond(relayed(front, reply.status(), reply.headers(), merged));
+        }));
+    }
+
+    /** The decode worker's answer with a new body: its headers minus framing and connection ones. */
+    private static FullHttpResponse relayed(FrontendHandler front, int status, HttpHeaders workerHeaders, byte[] body) {
+        FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.valueOf(status),
+                front.context().alloc().buffer(body.length).writeBytes(body));
+        response.headers().set(workerHeaders);
+        for (CharSequence name : Hop.RESPONSE_HOP_HEADERS) {
+            response.headers().remove(name);
+        }
+        response.headers().setInt(HttpHeaderNames.CONTENT_LENGTH, body.length);
+        return response;
     }
 
     private void noWorkers(FrontendHandler front, FullHttpRequest request, Runnable admissionRelease) {
@@ -265,12 +425,15 @@ final class PdRoutes {
         return address.host() + ":" + address.port();
     }
 
-    /** The prefill-stage body of section 5.3: one token, no streaming, and a request to keep the KV for decode. */
-    static byte[] prefillBody(ByteBuf original, boolean samplingParams) throws IOException {
-        JsonNode tree = MAPPER.readTree(ByteBufUtil.getBytes(original));
-        if (!(tree instanceof ObjectNode body)) {
-            throw new IOException("expected a JSON object");
+    private static ObjectNode parseObject(byte[] json) throws IOException {
+        if (MAPPER.readTree(json) instanceof ObjectNode object) {
+            return object;
         }
+        throw new IOException("expected a JSON object");
+    }
+
+    /** The prefill-stage body of section 5.3: one token, no streaming, and a request to keep the KV for decode. */
+    static byte[] prefillBody(ObjectNode body, boolean samplingParams) throws IOException {
         ObjectNode limits = body;
         if (samplingParams) {
             JsonNode sp = body.get("sampling_params");
@@ -298,22 +461,12 @@ final class PdRoutes {
         return MAPPER.writeValueAsBytes(body);
     }
 
-    /** Sentinel for a prefill reply that is not a JSON object. */
-    private static final class MissingJson {
-        static final JsonNode INVALID = MAPPER.createObjectNode();
-    }
-
-    /** The prefill reply's top-level kv_transfer_params, null when absent, {@link MissingJson#INVALID} when unreadable. */
-    private static JsonNode kvTransferParams(byte[] reply) {
+    /** A worker's answer as a JSON object; null when it is not one. */
+    private static ObjectNode answerObject(byte[] reply) {
         try {
-            JsonNode tree = MAPPER.readTree(reply);
-            if (!(tree instanceof ObjectNode)) {
-                return MissingJson.INVALID;
-            }
-            JsonNode kv = tree.get("kv_transfer_params");
-            return kv == null || kv.isNull() ? null : kv;
+            return parseObject(reply);
         } catch (IOException e) {
-            return MissingJson.INVALID;
+            return null;
         }
     }
 

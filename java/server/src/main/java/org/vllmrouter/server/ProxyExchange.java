@@ -6,6 +6,7 @@ import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.EventLoop;
 import io.netty.handler.codec.http.DefaultFullHttpRequest;
 import io.netty.handler.codec.http.DefaultHttpResponse;
+import io.netty.handler.codec.http.EmptyHttpHeaders;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpHeaderNames;
@@ -146,13 +147,17 @@ final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Ex
         backend = channel;
         reusedConnection = WorkerPools.wasUsed(channel);
         BackendHandler.attach(channel, this);
-        FullHttpRequest request = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, method, target, body.retainedDuplicate());
-        request.headers().set(headers);
-        request.headers().set(HttpHeaderNames.HOST, WorkerAddress.of(chosen.baseUrl()).hostHeader());
-        request.headers().setInt(HttpHeaderNames.CONTENT_LENGTH, body.readableBytes());
+        // The exchange's own header set goes out as is (no copy per attempt); the encoder is done with it before a
+        // retry changes the per-worker entries.
+        headers.set(HttpHeaderNames.HOST, WorkerAddress.of(chosen.baseUrl()).hostHeader());
+        headers.setInt(HttpHeaderNames.CONTENT_LENGTH, body.readableBytes());
         if (chosen.dpRank() >= 0) {
-            request.headers().set(DP_RANK_HEADER, chosen.dpRank());
+            headers.set(DP_RANK_HEADER, chosen.dpRank());
+        } else {
+            headers.remove(DP_RANK_HEADER);
         }
+        FullHttpRequest request = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, method, target, body.retainedDuplicate(),
+                headers, EmptyHttpHeaders.INSTANCE);
         channel.writeAndFlush(request).addListener((ChannelFutureListener) w -> {
             if (!w.isSuccess() && backend == w.channel()) {
                 dropBackend();
@@ -187,13 +192,17 @@ final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Ex
         }
         if (part instanceof HttpContent content) {
             if (relaying) {
-                boolean last = content instanceof LastHttpContent;
-                front.sendPart(content);
-                if (last) {
+                if (content instanceof LastHttpContent) {
+                    // Settle the worker's load, the policy and the admission token before the client can see the
+                    // end of the answer: a client that asks again at once must find them already up to date.
                     onBodyDone();
                     finish(relayedStatus, successStatus(relayedStatus));
-                } else if (!front.isWritable()) {
-                    backend.config().setAutoRead(false);
+                    front.sendPart(content);
+                } else {
+                    front.sendPart(content);
+                    if (!front.isWritable()) {
+                        backend.config().setAutoRead(false);
+                    }
                 }
             } else {
                 boolean last = content instanceof LastHttpContent;
@@ -363,10 +372,11 @@ final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Ex
         }
     }
 
+    /** Settles the exchange before the answer is written, for the same reason as the relayed last part. */
     private void respondLocally(HttpResponseStatus status, String message) {
         dropBackend();
-        front.respond(Responses.text(front.context().alloc(), status, message));
         finish(status.code(), false);
+        front.respond(Responses.text(front.context().alloc(), status, message));
     }
 
     private void finish(int status, boolean success) {

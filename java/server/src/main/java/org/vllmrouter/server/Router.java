@@ -2,6 +2,7 @@ package org.vllmrouter.server;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufInputStream;
+import io.netty.buffer.ByteBufUtil;
 import io.netty.channel.EventLoop;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.FullHttpResponse;
@@ -54,6 +55,9 @@ final class Router {
 
     private static final Set<String> ADMIN_ROUTES = Set.of("/add_worker", "/remove_worker", "/list_workers",
             "/flush_cache", "/get_loads", "/finish_session", "/sessions", "/workers", RequestPath.WORKER_ITEM_ROUTE);
+
+    /** Bodies up to this size are parsed from an array copy (see {@link #bodySource}). */
+    private static final int COPIED_BODY_LIMIT = 256 * 1024;
 
     private final RouterConfig config;
     private final WorkerRegistry workers;
@@ -156,7 +160,6 @@ final class Router {
 
     private void dispatch(FrontendHandler front, FullHttpRequest request, RequestPath path) {
         String key = path.routeKey();
-        HttpMethod method = request.method();
         String workerPath = INFERENCE_ROUTES.get(key);
         if (workerPath != null) {
             if (requireMethod(front, request, HttpMethod.POST)) {
@@ -315,14 +318,15 @@ final class Router {
         HeaderLookup lookup = headers::get;
         ByteBuf body = request.content();
         boolean json = jsonRequired || looksLikeJson(headers);
+        BodySource source = json ? bodySource(body) : BodySource.EMPTY;
         if (jsonRequired || (json && body.isReadable())) {
-            String problem = JsonBodyCheck.problem(body, jsonRequired);
+            String problem = JsonBodyCheck.problem(source, jsonRequired);
             if (problem != null) {
                 reject(front, request, problem);
                 return null;
             }
         }
-        Extraction extraction = SessionIdExtractor.extract(lookup, json && body.isReadable() ? bodySource(body) : BodySource.EMPTY);
+        Extraction extraction = SessionIdExtractor.extract(lookup, body.isReadable() ? source : BodySource.EMPTY);
         if (extraction.invalidReason() != null) {
             reject(front, request, extraction.invalidReason());
             return null;
@@ -338,10 +342,18 @@ final class Router {
         return type == null || type.toLowerCase(java.util.Locale.ROOT).contains("json");
     }
 
-    /** Zero-copy view of the aggregated body for the streaming parser. */
+    /**
+     * The aggregated body for the streaming parser. A body in direct or composite buffers (what the aggregator
+     * builds) is copied once into an array when it is small: Jackson's array parser is much cheaper than its
+     * stream parser, and the copy serves every pass over the body. Large bodies are streamed instead.
+     */
     static BodySource bodySource(ByteBuf body) {
         if (body.hasArray()) {
             return BodySource.of(body.array(), body.arrayOffset() + body.readerIndex(), body.readableBytes());
+        }
+        if (body.readableBytes() <= COPIED_BODY_LIMIT) {
+            byte[] copy = ByteBufUtil.getBytes(body);
+            return BodySource.of(copy, 0, copy.length);
         }
         return factory -> factory.createParser((InputStream) new ByteBufInputStream(body.duplicate()));
     }

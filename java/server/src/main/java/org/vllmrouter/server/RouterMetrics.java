@@ -1,5 +1,7 @@
 package org.vllmrouter.server;
 
+import io.prometheus.metrics.core.datapoints.CounterDataPoint;
+import io.prometheus.metrics.core.datapoints.DistributionDataPoint;
 import io.prometheus.metrics.core.metrics.Counter;
 import io.prometheus.metrics.core.metrics.CounterWithCallback;
 import io.prometheus.metrics.core.metrics.GaugeWithCallback;
@@ -7,6 +9,9 @@ import io.prometheus.metrics.core.metrics.Histogram;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.function.Function;
 import java.util.function.Supplier;
 import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.worker.CircuitBreaker;
@@ -15,7 +20,8 @@ import org.vllmrouter.core.worker.Worker;
 /**
  * Upstream's metric names (reference section 7) plus the session metrics of sticky routing
  * ({@code vllm_router_sticky_*}). Each router owns its registry, so several routers can share a JVM.
- * Worker and session gauges are read at scrape time from the registry and the policies.
+ * Worker and session gauges are read at scrape time from the registry and the policies. No exemplars: nothing
+ * here carries a trace id, and sampling them costs every request a little.
  */
 final class RouterMetrics {
     static final double[] DURATION_BUCKETS = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30,
@@ -41,9 +47,22 @@ final class RouterMetrics {
     private final Counter pdDecode = counter("vllm_router_pd_decode_requests_total", "PD decode requests", "worker");
     private final Counter pdErrors = counter("vllm_router_pd_errors_total", "PD errors", "error_type");
     private final Counter pdPrefillErrors = counter("vllm_router_pd_prefill_errors_total", "PD prefill errors", "worker");
+    private final Counter pdDecodeErrors = counter("vllm_router_pd_decode_errors_total", "PD decode errors", "worker");
     private final Histogram pdDuration = histogram("vllm_router_pd_request_duration_seconds", "PD request duration", "route");
     private final Counter httpRequests = counter("vllm_router_http_requests_total", "HTTP requests",
             "route", "method", "status_code", "status_class");
+
+    // Data points of the per-request metrics, resolved once per label set: the client's labelValues() allocates and
+    // hashes a label list on every call. Nothing here ever removes a label set, so a cached point stays the live one.
+    private final ConcurrentHashMap<String, CounterDataPoint> requestsByRoute = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, DistributionDataPoint> durationByRoute = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, CounterDataPoint> processedByWorker = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, ConcurrentHashMap<String, CounterDataPoint>> decisionsByPolicy =
+            new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, CounterDataPoint[]> outcomesByWorker = new ConcurrentHashMap<>();
+    /** Route, then method, then the status code's point (indexed by code). */
+    private final ConcurrentHashMap<String, ConcurrentHashMap<String, AtomicReferenceArray<CounterDataPoint>>> http =
+            new ConcurrentHashMap<>();
 
     RouterMetrics(Supplier<List<Worker>> workers, Supplier<SessionStats> sessions) {
         GaugeWithCallback.builder().name("vllm_router_active_workers").help("Registered workers")
@@ -81,12 +100,12 @@ final class RouterMetrics {
     }
 
     private Counter counter(String name, String help, String... labels) {
-        return Counter.builder().name(name).help(help).labelNames(labels).register(registry);
+        return Counter.builder().name(name).help(help).labelNames(labels).withoutExemplars().register(registry);
     }
 
     private Histogram histogram(String name, String help, String... labels) {
         return Histogram.builder().name(name).help(help).labelNames(labels).classicOnly()
-                .classicUpperBounds(DURATION_BUCKETS).register(registry);
+                .classicUpperBounds(DURATION_BUCKETS).withoutExemplars().register(registry);
     }
 
     private static int stateValue(CircuitBreaker.State state) {
@@ -97,9 +116,14 @@ final class RouterMetrics {
         };
     }
 
+    private static <T> T point(ConcurrentHashMap<String, T> cache, String key, Function<String, T> create) {
+        T found = cache.get(key);
+        return found != null ? found : cache.computeIfAbsent(key, create);
+    }
+
     void requestSucceeded(String route, double seconds) {
-        requests.labelValues(route).inc();
-        requestDuration.labelValues(route).observe(seconds);
+        point(requestsByRoute, route, requests::labelValues).inc();
+        point(durationByRoute, route, requestDuration::labelValues).observe(seconds);
         generateDuration.observe(seconds);
         if (route.equals("/v1/embeddings")) {
             embeddings.inc();
@@ -124,7 +148,9 @@ final class RouterMetrics {
     }
 
     void circuitOutcome(String worker, boolean success) {
-        cbOutcomes.labelValues(worker, success ? "success" : "failure").inc();
+        CounterDataPoint[] outcomes = point(outcomesByWorker, worker, w -> new CounterDataPoint[] {
+                cbOutcomes.labelValues(w, "failure"), cbOutcomes.labelValues(w, "success")});
+        outcomes[success ? 1 : 0].inc();
     }
 
     void circuitTransition(String worker, CircuitBreaker.State from, CircuitBreaker.State to) {
@@ -132,8 +158,9 @@ final class RouterMetrics {
     }
 
     void selected(String policy, String worker) {
-        processed.labelValues(worker).inc();
-        policyDecisions.labelValues(policy, worker).inc();
+        point(processedByWorker, worker, processed::labelValues).inc();
+        point(point(decisionsByPolicy, policy, p -> new ConcurrentHashMap<>()), worker,
+                w -> policyDecisions.labelValues(policy, w)).inc();
     }
 
     void pdRequest(String route, String prefillWorker, String decodeWorker) {
@@ -147,12 +174,28 @@ final class RouterMetrics {
         pdPrefillErrors.labelValues(prefillWorker).inc();
     }
 
+    void pdDecodeFailed(String decodeWorker) {
+        pdErrors.labelValues("decode_error").inc();
+        pdDecodeErrors.labelValues(decodeWorker).inc();
+    }
+
     void pdDuration(String route, double seconds) {
         pdDuration.labelValues(route).observe(seconds);
     }
 
     void httpRequest(String route, String method, int status) {
-        httpRequests.labelValues(route, method, Integer.toString(status), (status / 100) + "xx").inc();
+        if (status < 100 || status > 599) {
+            httpRequests.labelValues(route, method, Integer.toString(status), (status / 100) + "xx").inc();
+            return;
+        }
+        AtomicReferenceArray<CounterDataPoint> byStatus = point(point(http, route, r -> new ConcurrentHashMap<>()),
+                method, m -> new AtomicReferenceArray<>(600));
+        CounterDataPoint counter = byStatus.get(status);
+        if (counter == null) {
+            counter = httpRequests.labelValues(route, method, Integer.toString(status), (status / 100) + "xx");
+            byStatus.set(status, counter);
+        }
+        counter.inc();
     }
 
     private static String label(CircuitBreaker.State state) {

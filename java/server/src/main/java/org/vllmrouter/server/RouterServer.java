@@ -14,6 +14,7 @@ import io.netty.handler.codec.http.cors.CorsConfig;
 import io.netty.handler.codec.http.cors.CorsConfigBuilder;
 import io.netty.handler.codec.http.cors.CorsHandler;
 import io.netty.handler.timeout.IdleStateHandler;
+import io.netty.util.concurrent.Ticker;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -76,6 +77,11 @@ public final class RouterServer implements AutoCloseable {
     }
 
     public static RouterServer start(RouterConfig config) throws ConfigException, RouterStartException {
+        return start(config, null);
+    }
+
+    /** {@code limiterClock} null = the event loop's clock; tests pass a frozen one to make the bucket deterministic. */
+    static RouterServer start(RouterConfig config, Ticker limiterClock) throws ConfigException, RouterStartException {
         config.validate();
         EventLoopGroup group = Transport.newGroup(Math.max(1, Runtime.getRuntime().availableProcessors()), "vllm-router");
         PolicyRegistry policies = new PolicyRegistry(config);
@@ -99,7 +105,8 @@ public final class RouterServer implements AutoCloseable {
                     SWEEP_INTERVAL_SECS, SWEEP_INTERVAL_SECS, TimeUnit.SECONDS);
 
             AdmissionLimiter limiter = new AdmissionLimiter(config.maxConcurrentRequests(),
-                    config.rateLimitTokensPerSecond(), config.queueSize(), config.queueTimeoutSecs(), control);
+                    config.rateLimitTokensPerSecond(), config.queueSize(), config.queueTimeoutSecs(), control,
+                    limiterClock != null ? limiterClock : control.ticker());
             AdminRoutes admin = new AdminRoutes(config, workers, policies, factory);
             PdRoutes pd = config.pdDisaggregation() || config.vllmPdDisaggregation()
                     ? new PdRoutes(config, workers, policies, metrics) : null;

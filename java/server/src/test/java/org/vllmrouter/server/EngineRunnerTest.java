@@ -13,7 +13,7 @@ import java.io.PrintStream;
 import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.net.ServerSocket;
-import java.net.http.HttpResponse;
+import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.List;
@@ -69,7 +69,9 @@ class EngineRunnerTest {
 
     @Test
     void sigtermDrainsInFlightRequestsAndExitsZero() throws Exception {
-        mock.worker(0).knobs().slowStreamMs(150);
+        // The client holds the stream's first event before the signal, so the request is certainly in flight when
+        // the drain starts; the second event follows a second later (the mock has no gate to hold it longer).
+        mock.worker(0).knobs().slowStreamMs(1000);
         Process p = spawn();
         try {
             send(p, TestHttp.JSON.writeValueAsString(Fixture.base(mock.urls())));
@@ -79,18 +81,23 @@ class EngineRunnerTest {
             assertNotEquals(0, ready.get("metrics_port").asInt());
             assertEquals("http://127.0.0.1:" + ready.get("port").asInt(), ready.get("url").asText());
             String stream = "{\"prompt\":\"drain me\",\"max_tokens\":4,\"stream\":true}";
-            CompletableFuture<HttpResponse<String>> inFlight = CompletableFuture.supplyAsync(() -> {
-                try {
-                    return TestHttp.post(ready.get("url").asText() + "/v1/completions", stream);
-                } catch (Exception e) {
-                    throw new RuntimeException(e);
-                }
-            });
-            assertTrue(ResilienceTest.eventually(() -> mock.worker(0).inFlight() == 1));
-            p.destroy();
-            HttpResponse<String> finished = inFlight.get(30, TimeUnit.SECONDS);
-            assertEquals(200, finished.statusCode());
-            assertTrue(finished.body().contains("[DONE]"), finished.body());
+            try (Socket client = new Socket("127.0.0.1", ready.get("port").asInt())) {
+                client.setSoTimeout(30_000);
+                client.getOutputStream().write(("POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                        + "Content-Type: application/json\r\nContent-Length: " + stream.length() + "\r\n\r\n" + stream)
+                        .getBytes(StandardCharsets.UTF_8));
+                BufferedReader reader = new BufferedReader(
+                        new InputStreamReader(client.getInputStream(), StandardCharsets.UTF_8));
+                assertEquals("HTTP/1.1 200 OK", reader.readLine());
+                String line;
+                do {
+                    line = reader.readLine();
+                    assertTrue(line != null, "the stream ended before its first event");
+                } while (!line.startsWith("data:"));
+                p.destroy();
+                String rest = String.join("\n", reader.lines().toList());
+                assertTrue(rest.contains("data: [DONE]"), rest);
+            }
             assertTrue(p.waitFor(30, TimeUnit.SECONDS));
             assertEquals(0, p.exitValue());
         } finally {

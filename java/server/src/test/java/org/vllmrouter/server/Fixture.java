@@ -1,5 +1,6 @@
 package org.vllmrouter.server;
 
+import io.netty.util.concurrent.Ticker;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -29,5 +30,10 @@ final class Fixture {
 
     static RouterServer start(Map<String, Object> fields) throws Exception {
         return RouterServer.start(config(fields));
+    }
+
+    /** A router whose limiter never refills by itself: only a finished request gives its token back. */
+    static RouterServer startWithFrozenLimiter(Map<String, Object> fields) throws Exception {
+        return RouterServer.start(config(fields), Ticker.newMockTicker());
     }
 }

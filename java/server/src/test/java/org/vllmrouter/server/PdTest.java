@@ -90,6 +90,49 @@ class PdTest {
         }
     }
 
+    /** Step 6: a non-streaming logprobs request gets the decode answer, read whole and merged, with its own length. */
+    @Test
+    void twoStageLogprobsRequestGetsTheMergedDecodeAnswer() throws Exception {
+        try (RouterServer router = Fixture.start(pdConfig("vllm_pd_disaggregation", null))) {
+            String body = "{\"model\":\"m\",\"prompt\":\"with logprobs\",\"max_tokens\":3,\"logprobs\":1,\"echo\":true}";
+            HttpResponse<String> r = TestHttp.post(router.url() + "/v1/completions", body, "X-Session-ID", "lp");
+            assertEquals(200, r.statusCode(), r.body());
+            assertEquals(r.body().getBytes(java.nio.charset.StandardCharsets.UTF_8).length,
+                    Integer.parseInt(r.headers().firstValue("content-length").orElseThrow()));
+            JsonNode answer = TestHttp.json(r);
+            assertTrue(Set.of(mock.worker(2).id(), mock.worker(3).id()).contains(answer.get("worker_id").asText()),
+                    "the decode worker's answer");
+            assertEquals(3, answer.get("choices").get(0).get("logprobs").get("token_logprobs").size(), r.body());
+            assertTrue(answer.get("echo").has("kv_transfer_params"), "decode got the prefill's KV");
+            assertTrue(ResilienceTest.eventually(() -> router.workers().all().stream().allMatch(w -> w.load() == 0)));
+            router.finishSession("lp");
+        }
+    }
+
+    @Test
+    void clientLeavingDuringPrefillCancelsIt() throws Exception {
+        mock.worker(0).knobs().hang(true);
+        mock.worker(1).knobs().hang(true);
+        try (RouterServer router = Fixture.start(pdConfig("vllm_pd_disaggregation", null))) {
+            List<org.vllmrouter.core.worker.Worker> prefills = router.workers().all(
+                    org.vllmrouter.core.worker.WorkerRole.PREFILL);
+            String body = "{\"prompt\":\"leave early\",\"max_tokens\":2}";
+            try (java.net.Socket socket = new java.net.Socket("127.0.0.1", router.port())) {
+                socket.getOutputStream().write(("POST /v1/completions HTTP/1.1\r\nHost: x\r\nX-Session-ID: gone\r\n"
+                        + "Content-Type: application/json\r\nContent-Length: " + body.length() + "\r\n\r\n" + body)
+                        .getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+                assertTrue(ResilienceTest.eventually(() -> prefills.stream().mapToInt(w -> w.load()).sum() == 1));
+            }
+            assertTrue(ResilienceTest.eventually(() -> prefills.stream().mapToInt(w -> w.load()).sum() == 0));
+            assertTrue(ResilienceTest.eventually(() -> mock.worker(0).inFlight() + mock.worker(1).inFlight() == 0));
+            router.finishSession("gone");
+            assertEquals(0, router.sessionStats().activeSessions());
+        } finally {
+            mock.worker(0).knobs().hang(false);
+            mock.worker(1).knobs().hang(false);
+        }
+    }
+
     @Test
     void bootstrapModeSendsBothWithBootstrapFields() throws Exception {
         mock.workers().forEach(MockWorker::clearCaptured);
@@ -105,6 +148,14 @@ class PdTest {
                 assertTrue(json.get("bootstrap_room").isNumber());
                 assertTrue(seen.bodyText().endsWith(",\"text\":\"hello\",\"sampling_params\":{\"max_new_tokens\":2}}"));
             }
+            mock.workers().forEach(MockWorker::clearCaptured);
+            HttpResponse<String> batch = TestHttp.post(router.url() + "/generate",
+                    "{\"text\":[\"a\",\"b\",\"c\"],\"sampling_params\":{\"max_new_tokens\":1}}");
+            assertEquals(200, batch.statusCode(), batch.body());
+            JsonNode batched = firstCaptured(2, 3).json();
+            assertEquals(3, batched.get("bootstrap_room").size());
+            assertEquals(3, batched.get("bootstrap_host").size());
+            assertEquals(8998, batched.get("bootstrap_port").get(2).asInt());
         }
     }
 

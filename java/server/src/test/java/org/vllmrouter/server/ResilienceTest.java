@@ -77,28 +77,50 @@ class ResilienceTest {
         }
     }
 
-    @Test
-    void circuitOpensThenClosesAgain() throws Exception {
-        MockWorker bad = mock.worker(0);
-        MockWorker good = mock.worker(1);
-        bad.knobs().statusCode(500);
+    private static Map<String, Object> breakerConfig(MockWorker bad, MockWorker good, int openSecs) {
         Map<String, Object> cfg = Fixture.base(List.of(bad.url(), good.url()));
         cfg.put("policy", "round_robin");
         cfg.put("disable_retries", true);
         cfg.put("cb_failure_threshold", 2);
         cfg.put("cb_success_threshold", 1);
-        cfg.put("cb_timeout_duration_secs", 1);
-        try (RouterServer router = Fixture.start(cfg)) {
+        cfg.put("cb_timeout_duration_secs", openSecs);
+        return cfg;
+    }
+
+    /** Sends until the bad worker's circuit leaves CLOSED (round robin reaches it every other request). */
+    private static void openCircuit(RouterServer router, Worker badWorker) throws Exception {
+        for (int i = 0; i < 6 && badWorker.circuitBreaker().state() == CircuitBreaker.State.CLOSED; i++) {
+            TestHttp.post(router.url() + "/v1/completions", "{\"prompt\":\"x\"}");
+        }
+    }
+
+    @Test
+    void anOpenCircuitReceivesNothing() throws Exception {
+        MockWorker bad = mock.worker(0);
+        bad.knobs().statusCode(500);
+        // Open for an hour: the circuit cannot reach half-open while the test looks, however slow the machine.
+        try (RouterServer router = Fixture.start(breakerConfig(bad, mock.worker(1), 3600))) {
             Worker badWorker = router.workers().get(bad.url()).orElseThrow();
-            for (int i = 0; i < 6 && badWorker.circuitBreaker().state() == CircuitBreaker.State.CLOSED; i++) {
-                TestHttp.post(router.url() + "/v1/completions", "{\"prompt\":\"x\"}");
-            }
+            openCircuit(router, badWorker);
             assertEquals(CircuitBreaker.State.OPEN, badWorker.circuitBreaker().state());
             long badCount = bad.requestCount();
             for (int i = 0; i < 4; i++) {
                 assertEquals(200, TestHttp.post(router.url() + "/v1/completions", "{\"prompt\":\"x\"}").statusCode());
             }
             assertEquals(badCount, bad.requestCount(), "an open circuit receives nothing");
+            String metrics = TestHttp.get("http://127.0.0.1:" + router.metricsPort() + "/metrics").body();
+            assertTrue(metrics.contains("vllm_router_cb_state_transitions_total{from=\"closed\",to=\"open\""), metrics);
+        }
+    }
+
+    @Test
+    void anOpenCircuitClosesAfterItsTimeoutAndASuccess() throws Exception {
+        MockWorker bad = mock.worker(0);
+        bad.knobs().statusCode(500);
+        try (RouterServer router = Fixture.start(breakerConfig(bad, mock.worker(1), 1))) {
+            Worker badWorker = router.workers().get(bad.url()).orElseThrow();
+            openCircuit(router, badWorker);
+            assertNotEquals(CircuitBreaker.State.CLOSED, badWorker.circuitBreaker().state());
             bad.knobs().statusCode(200);
             assertTrue(eventually(() -> {
                 try {
@@ -108,8 +130,6 @@ class ResilienceTest {
                 }
                 return badWorker.circuitBreaker().state() == CircuitBreaker.State.CLOSED;
             }), "circuit closes after the timeout and a success");
-            String metrics = TestHttp.get("http://127.0.0.1:" + router.metricsPort() + "/metrics").body();
-            assertTrue(metrics.contains("vllm_router_cb_state_transitions_total{from=\"closed\",to=\"open\""), metrics);
         }
     }
 
@@ -163,14 +183,15 @@ class ResilienceTest {
         Map<String, Object> cfg = Fixture.base(List.of(slow.url()));
         cfg.put("max_concurrent_requests", 1);
         cfg.put("queue_size", 0);
-        try (RouterServer router = Fixture.start(cfg); Socket holder = holdOneRequest(router)) {
+        // The bucket refills one token a second in real time; frozen, the held token is certainly the only one.
+        try (RouterServer router = Fixture.startWithFrozenLimiter(cfg); Socket holder = holdOneRequest(router)) {
             HttpResponse<String> rejected = TestHttp.post(router.url() + "/v1/completions", "{\"prompt\":\"x\"}");
             assertEquals(429, rejected.statusCode(), rejected.body());
             assertTrue(Integer.parseInt(rejected.headers().firstValue("retry-after").orElseThrow()) >= 1);
         }
         cfg.put("queue_size", 1);
         cfg.put("queue_timeout_secs", 0);
-        try (RouterServer router = Fixture.start(cfg); Socket holder = holdOneRequest(router)) {
+        try (RouterServer router = Fixture.startWithFrozenLimiter(cfg); Socket holder = holdOneRequest(router)) {
             HttpResponse<String> timedOut = TestHttp.post(router.url() + "/v1/completions", "{\"prompt\":\"x\"}");
             assertEquals(408, timedOut.statusCode(), timedOut.body());
         }
@@ -248,8 +269,9 @@ class ResilienceTest {
         return socket;
     }
 
+    /** Polls until the condition holds; the 30 s bound only stops a broken test, it is not a time the test needs. */
     static boolean eventually(BooleanSupplier condition) throws InterruptedException {
-        long deadline = System.nanoTime() + 10_000_000_000L;
+        long deadline = System.nanoTime() + 30_000_000_000L;
         while (System.nanoTime() < deadline) {
             if (condition.getAsBoolean()) {
                 return true;

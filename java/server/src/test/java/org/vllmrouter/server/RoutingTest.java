@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import java.io.BufferedReader;
 import java.io.InputStream;
 import java.io.InputStreamReader;
+import java.net.Socket;
 import java.net.URI;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -15,11 +16,13 @@ import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.mock.CapturedRequest;
 import org.vllmrouter.mock.MockConfig;
 import org.vllmrouter.mock.MockWorker;
@@ -96,10 +99,35 @@ class RoutingTest {
     }
 
     @Test
-    void streamIsRelayedChunkByChunk() throws Exception {
+    void streamEventsReachTheClientWhileTheWorkerIsStillGenerating() throws Exception {
+        // The mock's second event waits slow-stream-ms; an hour means "not before this test lets go of the stream",
+        // so the first event can only have reached the client by being relayed on its own.
         for (MockWorker w : mock.workers()) {
-            w.knobs().slowStreamMs(200);
+            w.knobs().slowStreamMs(TimeUnit.HOURS.toMillis(1));
         }
+        String body = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hold\"}],\"max_tokens\":5,\"stream\":true}";
+        try (Socket client = new Socket("127.0.0.1", router.port())) {
+            client.setSoTimeout(30_000);
+            client.getOutputStream().write(("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    + "Content-Length: " + body.length() + "\r\n\r\n" + body).getBytes(StandardCharsets.UTF_8));
+            BufferedReader reader = new BufferedReader(new InputStreamReader(client.getInputStream(), StandardCharsets.UTF_8));
+            assertEquals("HTTP/1.1 200 OK", reader.readLine());
+            String line;
+            do {
+                line = reader.readLine();
+                assertNotNull(line, "the stream ended before its first event");
+            } while (!line.startsWith("data:"));
+            assertEquals(1, mock.workers().stream().mapToInt(MockWorker::inFlight).sum(), "the worker is mid-stream");
+        }
+        // Leaving mid-stream closes the worker connection, which is how the worker learns to stop generating.
+        assertTrue(ResilienceTest.eventually(() -> mock.workers().stream().mapToInt(MockWorker::inFlight).sum() == 0),
+                "the worker saw the client leave");
+        assertTrue(ResilienceTest.eventually(() -> router.workers().all().stream().mapToInt(Worker::load).sum() == 0),
+                "worker load released");
+    }
+
+    @Test
+    void streamIsRelayedToTheEnd() throws Exception {
         String body = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"stream please\"}],\"max_tokens\":5,\"stream\":true}";
         HttpRequest request = HttpRequest.newBuilder(URI.create(base + "/v1/chat/completions"))
                 .POST(HttpRequest.BodyPublishers.ofString(body)).build();
@@ -107,19 +135,9 @@ class RoutingTest {
         assertEquals(200, response.statusCode());
         assertTrue(response.headers().firstValue("content-type").orElseThrow().startsWith("text/event-stream"));
         try (BufferedReader reader = new BufferedReader(new InputStreamReader(response.body(), StandardCharsets.UTF_8))) {
-            String first = reader.readLine();
-            assertNotNull(first);
-            assertTrue(first.startsWith("data:"), first);
-            // The worker is still generating while the client already holds the first event.
-            assertEquals(1, mock.workers().stream().mapToInt(MockWorker::inFlight).sum());
-            String line;
-            String last = null;
-            while ((line = reader.readLine()) != null) {
-                if (!line.isEmpty()) {
-                    last = line;
-                }
-            }
-            assertEquals("data: [DONE]", last);
+            List<String> events = reader.lines().filter(l -> !l.isEmpty()).toList();
+            assertTrue(events.size() >= 3 && events.get(0).startsWith("data: {"), events.toString());
+            assertEquals("data: [DONE]", events.get(events.size() - 1));
         }
     }
 

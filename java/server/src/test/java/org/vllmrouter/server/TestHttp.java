@@ -67,7 +67,8 @@ final class TestHttp {
 
     private static String exchange(int port, String request, boolean firstResponseOnly) throws IOException {
         try (Socket socket = new Socket("127.0.0.1", port)) {
-            socket.setSoTimeout(5000);
+            // A bound on a broken server, never a window the answer must fit in: as long as the HTTP client's timeout.
+            socket.setSoTimeout(30_000);
             OutputStream out = socket.getOutputStream();
             out.write(request.getBytes(StandardCharsets.ISO_8859_1));
             out.flush();

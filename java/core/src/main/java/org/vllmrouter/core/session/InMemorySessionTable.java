@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongSupplier;
 import org.vllmrouter.core.hash.Rendezvous;
@@ -94,12 +95,15 @@ public final class InMemorySessionTable implements SessionTable {
 
     @Override
     public Assignment route(String pool, String sessionId, List<Worker> candidates) {
+        Objects.requireNonNull(pool, "pool");
+        Objects.requireNonNull(sessionId, "sessionId");
         if (candidates.isEmpty()) {
             throw new IllegalArgumentException("route needs at least one candidate");
         }
-        long now = nanoClock.getAsLong();
         lock.lock();
         try {
+            // Read under the lock so queue times never go backwards.
+            long now = nanoClock.getAsLong();
             expireLocked(now, EXPIRY_BATCH_PER_ROUTE);
             Binding first = byId.get(sessionId);
             Binding b = first;
@@ -189,10 +193,9 @@ public final class InMemorySessionTable implements SessionTable {
 
     @Override
     public int expireIdle(int maxEntries) {
-        long now = nanoClock.getAsLong();
         lock.lock();
         try {
-            return expireLocked(now, maxEntries);
+            return expireLocked(nanoClock.getAsLong(), maxEntries);
         } finally {
             lock.unlock();
         }

@@ -30,23 +30,23 @@ public final class SessionIdExtractor {
 
     public static Extraction extract(HeaderLookup headers, BodySource body) {
         String id = null;
-        String source = null;
+        String header = null;
         for (String name : SESSION_HEADERS) {
             String value = headers.get(name);
             if (value != null && !value.isEmpty()) {
                 id = value;
-                source = "header '" + name + "'";
+                header = name;
                 break;
             }
         }
         BodyFields fields = scan(body, id == null);
         if (id == null) {
             id = fields.bestId();
-            source = fields.bestSource();
         }
         if (id != null) {
             String problem = problemWith(id);
             if (problem != null) {
+                String source = header != null ? "header '" + header + "'" : fields.bestSource();
                 return new Extraction(null, fields.model, "Invalid session id in " + source + ": " + problem);
             }
         }

@@ -219,7 +219,10 @@ public final class Worker {
             return this;
         }
 
-        /** Health thresholds and circuit breaker settings from the router configuration. */
+        /**
+         * Health thresholds and circuit breaker settings from the router configuration. Upstream does not
+         * validate the health thresholds, so 0 is taken as 1 (one result flips the state) rather than refused.
+         */
         public Builder config(RouterConfig cfg) {
             healthThresholds(Math.max(1, cfg.healthFailureThreshold()), Math.max(1, cfg.healthSuccessThreshold()));
             return circuitBreaker(new CircuitBreaker.Config(

@@ -84,6 +84,40 @@ class PolicyRegistryTest {
         }
     }
 
+    /** Spec 5.4: each role pins and balances sessions independently, whatever the prompt of each turn. */
+    @Test
+    void pdSessionsStickToTheirPairAcrossTurnsAndBalanceOnBothRoles() throws Exception {
+        try (PolicyRegistry reg = new PolicyRegistry(RouterConfig.fromJson("{\"policy\": \"sticky_least_loaded\"}"))) {
+            List<Worker> prefill = List.of(Worker.builder("http://p0:1").role(WorkerRole.PREFILL).build(),
+                    Worker.builder("http://p1:1").role(WorkerRole.PREFILL).build());
+            List<Worker> decode = List.of(Worker.builder("http://d0:1").role(WorkerRole.DECODE).build(),
+                    Worker.builder("http://d1:1").role(WorkerRole.DECODE).build());
+            Worker[][] pairs = new Worker[4][];
+            for (int turn = 0; turn < 3; turn++) {
+                for (int s = 0; s < 4; s++) {
+                    RoutingRequest r = RoutingRequest.of("traj-" + s, null, "{\"prompt\": \"turn " + turn + " of " + s + "\"}");
+                    Worker[] pair = {reg.prefillPolicy().select(prefill, r), reg.decodePolicy().select(decode, r)};
+                    if (turn == 0) {
+                        pairs[s] = pair;
+                    } else {
+                        assertSame(pairs[s][0], pair[0], "prefill of traj-" + s + " turn " + turn);
+                        assertSame(pairs[s][1], pair[1], "decode of traj-" + s + " turn " + turn);
+                    }
+                }
+            }
+            SessionStats s = reg.sessionStats();
+            for (String url : List.of("http://p0:1", "http://p1:1", "http://d0:1", "http://d1:1")) {
+                assertEquals(2, s.activeByWorker().get(url), url);
+            }
+            reg.prefillPolicy().select(prefill, RoutingRequest.of(null, null, "{\"prompt\": \"no session\"}"));
+            assertEquals(8, reg.sessionStats().activeSessions(), "requests without a session are not tracked");
+            for (int i = 0; i < 4; i++) {
+                reg.finishSession("traj-" + i);
+            }
+            assertEquals(0, reg.sessionStats().activeSessions());
+        }
+    }
+
     @Test
     void everyPolicyNameBuilds() throws Exception {
         for (String name : PolicyNames.ALL) {
