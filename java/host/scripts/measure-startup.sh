@@ -13,13 +13,14 @@ runs=${1:-5}
 here=$(cd "$(dirname "$0")/.." && pwd)
 launcher=$here/target/vllm-router-dist/bin/vllm-router
 work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT INT TERM
 
 "$launcher" mock-worker --count 2 >"$work/mock.out" 2>"$work/mock.err" &
 for _ in $(seq 1 600); do grep -q ready "$work/mock.out" 2>/dev/null && break; sleep 0.1; done
 urls=$(sed -n 's/.*"urls":\[\([^]]*\)\].*/\1/p' "$work/mock.out" | tr -d '"' | tr ',' ' ')
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-printf '{"worker_urls":[%s],"policy":"sticky_least_loaded","port":%s,"prometheus_port":0}\n' \
+# A 1 s worker start-up check: the engine reports healthy once it has seen its workers.
+printf '{"worker_urls":[%s],"policy":"sticky_least_loaded","port":%s,"prometheus_port":0,"worker_startup_check_interval":1}\n' \
     "$(echo "$urls" | sed 's/[^ ]*/"&"/g; s/ /,/g')" "$port" >"$work/router.json"
 
 # Seconds from spawn to the first HTTP 200 on /health; then SIGTERM and wait for the exit.
@@ -39,7 +40,8 @@ time_to_health() {
 
 serve_cmd=("$launcher" serve --config "$work/router.json")
 # shellcheck disable=SC2206 # the worker URLs are separate arguments
-launch_cmd=("$launcher" launch --worker-urls $urls --policy sticky_least_loaded --port "$port" --prometheus-port 0)
+launch_cmd=("$launcher" launch --worker-urls $urls --policy sticky_least_loaded --port "$port" --prometheus-port 0
+    --worker-startup-check-interval 1)
 
 time_to_health "${serve_cmd[@]}" >/dev/null
 time_to_health "${launch_cmd[@]}" >/dev/null

@@ -15,6 +15,10 @@ import picocli.CommandLine.Parameters;
  * {@code vllm-router launch ARGS...}: {@code python -m vllm_router.launch_router ARGS...} without
  * CPython. GraalPy parses the flags with the package's own {@code router_args.py}; the engine then
  * serves in this JVM until SIGTERM/SIGINT.
+ *
+ * <p>The distribution's {@code bin/vllm-router launch} runs {@code print-config} and {@code serve}
+ * in two JVMs instead, so the parse gets a C1-only JIT and the engine the full one; this command
+ * is the single-JVM form for {@code java -cp ... org.vllmrouter.host.Main launch}.
  */
 @Command(
         name = "launch",
@@ -29,7 +33,6 @@ final class LaunchCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        EngineWarmup.start();
         RouterArgsRunner.ParsedArgv parsed = RouterArgsRunner.parse("launch", routerArgs);
         if (parsed.configJson() == null) {
             return parsed.exitCode();
