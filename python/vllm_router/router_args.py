@@ -31,6 +31,23 @@ KV_CONNECTOR_CHOICES = ["nixl", "mooncake"]
 DEFAULT_BOOTSTRAP_PORT_ANNOTATION = "vllm.ai/bootstrap-port"
 
 
+def _one_of(choices):
+    """An argparse `type` accepting one of `choices`, with the same error text on every Python:
+    argparse's own `choices=` message changed in 3.12.x (GraalPy 25 has the new wording)."""
+
+    def check(value: str) -> str:
+        if value not in choices:
+            listed = ", ".join(repr(c) for c in choices)
+            raise argparse.ArgumentTypeError(f"invalid choice: {value!r} (choose from {listed})")
+        return value
+
+    return check
+
+
+def _choices_metavar(choices) -> str:
+    return "{" + ",".join(choices) + "}"
+
+
 @dataclass
 class RouterArgs:
     # Worker configuration
@@ -139,15 +156,15 @@ class RouterArgs:
         parser.add_argument("--worker-urls", type=str, nargs="*", default=[],
                             help="List of worker URLs (e.g. http://worker1:8000 http://worker2:8000)")
 
-        parser.add_argument(f"--{p}policy", type=str, default=RouterArgs.policy,
-                            choices=POLICY_CHOICES,
+        parser.add_argument(f"--{p}policy", type=_one_of(POLICY_CHOICES), default=RouterArgs.policy,
+                            metavar=_choices_metavar(POLICY_CHOICES),
                             help="Load balancing policy; in PD mode also the default for "
                                  "prefill and decode")
-        parser.add_argument(f"--{p}prefill-policy", type=str, default=None,
-                            choices=POLICY_CHOICES,
+        parser.add_argument(f"--{p}prefill-policy", type=_one_of(POLICY_CHOICES), default=None,
+                            metavar=_choices_metavar(POLICY_CHOICES),
                             help="Policy for prefill nodes in PD mode (default: --policy)")
-        parser.add_argument(f"--{p}decode-policy", type=str, default=None,
-                            choices=POLICY_CHOICES,
+        parser.add_argument(f"--{p}decode-policy", type=_one_of(POLICY_CHOICES), default=None,
+                            metavar=_choices_metavar(POLICY_CHOICES),
                             help="Policy for decode nodes in PD mode (default: --policy)")
 
         parser.add_argument(f"--{p}mini-lb", action="store_true",
@@ -197,8 +214,8 @@ class RouterArgs:
                             help="API key sent to the workers")
         parser.add_argument(f"--{p}log-dir", type=str, default=None,
                             help="Directory for log files (default: console only)")
-        parser.add_argument(f"--{p}log-level", type=str, default="info",
-                            choices=LOG_LEVEL_CHOICES, help="Log level")
+        parser.add_argument(f"--{p}log-level", type=_one_of(LOG_LEVEL_CHOICES), default="info",
+                            metavar=_choices_metavar(LOG_LEVEL_CHOICES), help="Log level")
 
         parser.add_argument(f"--{p}service-discovery", action="store_true",
                             help="Discover workers as Kubernetes pods")
@@ -213,8 +230,8 @@ class RouterArgs:
                             help="Pod label selector for prefill servers (PD mode)")
         parser.add_argument(f"--{p}decode-selector", type=str, nargs="+", default={},
                             help="Pod label selector for decode servers (PD mode)")
-        parser.add_argument(f"--{p}kv-connector", type=str, default=RouterArgs.kv_connector,
-                            choices=KV_CONNECTOR_CHOICES, help="KV connector for PD mode")
+        parser.add_argument(f"--{p}kv-connector", type=_one_of(KV_CONNECTOR_CHOICES), default=RouterArgs.kv_connector,
+                            metavar=_choices_metavar(KV_CONNECTOR_CHOICES), help="KV connector for PD mode")
 
         parser.add_argument(f"--{p}prometheus-port", type=int, default=29000,
                             help="Port of the Prometheus metrics listener")
