@@ -9,7 +9,9 @@
 #
 # Environment (defaults in brackets):
 #   ARMS ["direct haproxy router"]   CONCURRENCIES ["1 16 64"]
-#   ARM_WARMUP_S [40]   JIT warm-up per arm (c=16, not measured)
+#   ARM_WARMUP_S [40]   JIT warm-up per arm (c=16, not measured). On a busy machine the JIT's compiler
+#                       threads wait for CPU and 40 s can leave the router partly interpreted (seen: 3-8x its
+#                       steady CPU per request at load 15); ARM_WARMUP_S=120 reached steady state there.
 #   LEVEL_WARMUP_S [5]  warm-up inside each measured run (also warms the load generator)
 #   DURATION_S [20]     measured seconds per concurrency level
 #   BODY_BYTES [2048]   BASE_PORT [18100] (mock BASE+1..BASE+4, HAProxy BASE+10, router BASE+20)
