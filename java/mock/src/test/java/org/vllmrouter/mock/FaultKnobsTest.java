@@ -164,9 +164,9 @@ class FaultKnobsTest {
             assertTrue(ms >= 190, "two 100 ms requests through one slot took " + ms + " ms");
 
             // The same prompt again is mostly cached: (100-1)/16 = 6 blocks = 96 tokens skip prefill.
-            long t1 = System.nanoTime();
+            // (Only the simulated delays are asserted, as lower bounds; how fast a loaded machine
+            // answers is not.)
             assertEquals(96, Http.json(Http.post(url, body)).get("usage").get("prompt_tokens_details").get("cached_tokens").asInt());
-            assertTrue((System.nanoTime() - t1) / 1_000_000 < 90);
         }
     }
 
