@@ -129,15 +129,25 @@ final class PdRoutes {
         return new Pair(prefill, decode);
     }
 
-    private void twoStage(FrontendHandler front, FullHttpRequest request, String route, String target,
-                          Router.RoutingInput input, Runnable admissionRelease) {
+    /** The (prefill, decode) pair for a PD request, counted in the metrics; null once the client has its 503. */
+    private Pair selectAndCount(FrontendHandler front, FullHttpRequest request, String route,
+                                Router.RoutingInput input, Runnable admissionRelease) {
         Pair pair = select(input);
         if (pair == null) {
             noWorkers(front, request, admissionRelease);
+            return null;
+        }
+        metrics.pdRequest(route, pair.prefill.url(), pair.decode.url());
+        return pair;
+    }
+
+    private void twoStage(FrontendHandler front, FullHttpRequest request, String route, String target,
+                          Router.RoutingInput input, Runnable admissionRelease) {
+        long start = System.nanoTime();
+        Pair pair = selectAndCount(front, request, route, input, admissionRelease);
+        if (pair == null) {
             return;
         }
-        long start = System.nanoTime();
-        metrics.pdRequest(route, pair.prefill.url(), pair.decode.url());
         String requestId = "___prefill_addr_" + hostPort(pair.prefill) + "___decode_addr_" + hostPort(pair.decode) + "_"
                 + UUID.randomUUID().toString().replace("-", "");
         ObjectNode original;
@@ -212,13 +222,11 @@ final class PdRoutes {
 
     private void bootstrap(FrontendHandler front, FullHttpRequest request, String route, String target,
                            Router.RoutingInput input, Runnable admissionRelease) {
-        Pair pair = select(input);
+        long start = System.nanoTime();
+        Pair pair = selectAndCount(front, request, route, input, admissionRelease);
         if (pair == null) {
-            noWorkers(front, request, admissionRelease);
             return;
         }
-        long start = System.nanoTime();
-        metrics.pdRequest(route, pair.prefill.url(), pair.decode.url());
         String host = URI.create(pair.prefill.baseUrl()).getHost();
         Integer port = pair.prefill.bootstrapPort();
         String fields = bootstrapFields(quote(host), port == null ? "null" : port.toString(), batchSize(request.content()));
