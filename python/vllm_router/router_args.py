@@ -4,18 +4,19 @@
 configuration reaches the Java engine, whichever entry point is used (CPython `launch_router`,
 the GraalPy-hosted `vllm-router launch ...`, or a config file).
 
-This module also runs under GraalPy inside the launcher JVM, so it uses the standard library
-only (argparse, dataclasses, json, logging).
+This module also runs under GraalPy inside the launcher JVM, where every imported module costs
+(it is interpreted), so it imports only what the parse needs: argparse, dataclasses and json.
+`logging` is imported when the module-level `logger` is first used, and annotations are never
+evaluated at import (no `typing`).
 """
+
+from __future__ import annotations
 
 import argparse
 import dataclasses
 import json
-import logging
+import sys
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
-
-logger = logging.getLogger(__name__)
 
 POLICY_CHOICES = [
     "random",
@@ -29,6 +30,23 @@ POLICY_CHOICES = [
 LOG_LEVEL_CHOICES = ["debug", "info", "warning", "error", "critical"]
 KV_CONNECTOR_CHOICES = ["nixl", "mooncake"]
 DEFAULT_BOOTSTRAP_PORT_ANNOTATION = "vllm.ai/bootstrap-port"
+
+
+def __getattr__(name: str):
+    # `logger` is created on first use: importing logging costs ~75 ms under GraalPy, and a
+    # launch only logs for PD policy notes. It stays a module attribute (upstream's tests patch it).
+    if name == "logger":
+        import logging
+
+        global logger
+        logger = logging.getLogger(__name__)
+        return logger
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _logger():
+    """The module's `logger` (or what a test patched in), created on first use."""
+    return sys.modules[__name__].logger
 
 
 def _one_of(choices):
@@ -51,7 +69,7 @@ def _choices_metavar(choices) -> str:
 @dataclass
 class RouterArgs:
     # Worker configuration
-    worker_urls: List[str] = field(default_factory=list)
+    worker_urls: list[str] = field(default_factory=list)
     host: str = "127.0.0.1"
     port: int = 30000
 
@@ -60,13 +78,13 @@ class RouterArgs:
     mini_lb: bool = False
     pd_disaggregation: bool = False
     vllm_pd_disaggregation: bool = False
-    prefill_urls: List[Tuple[str, Optional[int]]] = field(default_factory=list)
-    decode_urls: List[str] = field(default_factory=list)
+    prefill_urls: list[tuple[str, int | None]] = field(default_factory=list)
+    decode_urls: list[str] = field(default_factory=list)
 
     # Routing policy
     policy: str = "cache_aware"
-    prefill_policy: Optional[str] = None  # None => use `policy`
-    decode_policy: Optional[str] = None  # None => use `policy`
+    prefill_policy: str | None = None  # None => use `policy`
+    decode_policy: str | None = None  # None => use `policy`
     worker_startup_timeout_secs: int = 600
     worker_startup_check_interval: int = 30
     cache_threshold: float = 0.3
@@ -77,32 +95,32 @@ class RouterArgs:
     max_payload_size: int = 512 * 1024 * 1024  # 512 MiB
     intra_node_data_parallel_size: int = 1
     enable_igw: bool = False
-    api_key: Optional[str] = None
-    log_dir: Optional[str] = None
-    log_level: Optional[str] = None
+    api_key: str | None = None
+    log_dir: str | None = None
+    log_level: str | None = None
 
     # Service discovery
     service_discovery: bool = False
-    selector: Dict[str, str] = field(default_factory=dict)
+    selector: dict[str, str] = field(default_factory=dict)
     service_discovery_port: int = 80
-    service_discovery_namespace: Optional[str] = None
-    prefill_selector: Dict[str, str] = field(default_factory=dict)
-    decode_selector: Dict[str, str] = field(default_factory=dict)
+    service_discovery_namespace: str | None = None
+    prefill_selector: dict[str, str] = field(default_factory=dict)
+    decode_selector: dict[str, str] = field(default_factory=dict)
     bootstrap_port_annotation: str = DEFAULT_BOOTSTRAP_PORT_ANNOTATION
     kv_connector: str = "nixl"
 
     # Prometheus (None => 29000 / 127.0.0.1; the engine always starts the listener)
-    prometheus_port: Optional[int] = None
-    prometheus_host: Optional[str] = None
+    prometheus_port: int | None = None
+    prometheus_host: str | None = None
 
     # Request handling
-    request_id_headers: Optional[List[str]] = None
+    request_id_headers: list[str] | None = None
     request_timeout_secs: int = 1800
     max_concurrent_requests: int = 32768
     queue_size: int = 100
     queue_timeout_secs: int = 60
-    rate_limit_tokens_per_second: Optional[int] = None
-    cors_allowed_origins: List[str] = field(default_factory=list)
+    rate_limit_tokens_per_second: int | None = None
+    cors_allowed_origins: list[str] = field(default_factory=list)
 
     # Retries
     retry_max_retries: int = 5
@@ -127,12 +145,12 @@ class RouterArgs:
     disable_circuit_breaker: bool = False
 
     # Tokenizer (gRPC mode)
-    model_path: Optional[str] = None
-    tokenizer_path: Optional[str] = None
+    model_path: str | None = None
+    tokenizer_path: str | None = None
 
     # Beyond upstream's RouterArgs: inbound authentication
-    api_key_validation_urls: List[str] = field(default_factory=list)
-    admin_api_key: Optional[str] = None
+    api_key_validation_urls: list[str] = field(default_factory=list)
+    admin_api_key: str | None = None
 
     @staticmethod
     def add_cli_args(
@@ -345,23 +363,23 @@ class RouterArgs:
                     raise ValueError("PD disaggregation mode requires --decode")
 
             if self.prefill_policy and self.decode_policy and self.policy:
-                logger.warning(
+                _logger().warning(
                     "Both --prefill-policy and --decode-policy are specified. "
                     "The main --policy flag will be ignored for PD mode."
                 )
             elif self.prefill_policy and not self.decode_policy:
-                logger.info(
+                _logger().info(
                     f"Using --prefill-policy '{self.prefill_policy}' for prefill nodes "
                     f"and --policy '{self.policy}' for decode nodes."
                 )
             elif self.decode_policy and not self.prefill_policy:
-                logger.info(
+                _logger().info(
                     f"Using --policy '{self.policy}' for prefill nodes "
                     f"and --decode-policy '{self.decode_policy}' for decode nodes."
                 )
 
     @staticmethod
-    def _parse_selector(selector_list: Optional[List[str]]) -> Dict[str, str]:
+    def _parse_selector(selector_list: list[str] | None) -> dict[str, str]:
         """`["k=v", ...]` -> dict; split at the first '='; items without '=' are ignored."""
         if not selector_list:
             return {}
@@ -373,7 +391,7 @@ class RouterArgs:
         return selector
 
     @staticmethod
-    def _parse_prefill_urls(prefill_list: Optional[List[List[str]]]) -> List[Tuple[str, Optional[int]]]:
+    def _parse_prefill_urls(prefill_list: list[list[str]] | None) -> list[tuple[str, int | None]]:
         """`[[url], [url, port], [url, "none"], ...]` -> `[(url, port or None), ...]`."""
         if not prefill_list:
             return []
@@ -392,7 +410,7 @@ class RouterArgs:
         return prefill_urls
 
     @staticmethod
-    def _parse_decode_urls(decode_list: Optional[List[List[str]]]) -> List[str]:
+    def _parse_decode_urls(decode_list: list[list[str]] | None) -> list[str]:
         """`[[url], [url], ...]` -> `[url, ...]`."""
         if not decode_list:
             return []
@@ -430,7 +448,7 @@ Examples:
 """
 
 
-def parse_router_args(argv: List[str]) -> RouterArgs:
+def parse_router_args(argv: list[str]) -> RouterArgs:
     """Parse command-line arguments (without the program name) into RouterArgs."""
     parser = argparse.ArgumentParser(
         prog="vllm-router",
