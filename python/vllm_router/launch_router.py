@@ -5,6 +5,7 @@ import logging
 import sys
 from typing import List, Optional, Union
 
+from .engine_config import check_launch_args
 from .router import Router
 from .router_args import CustomHelpFormatter, RouterArgs, parse_router_args
 
@@ -24,12 +25,7 @@ def launch_router(args: Union[RouterArgs, argparse.Namespace]) -> None:
     try:
         _set_process_title()
         router_args = args if isinstance(args, RouterArgs) else RouterArgs.from_cli_args(args)
-        if router_args.mini_lb:
-            raise ValueError(
-                "mini_lb (upstream's Python debug balancer) is not part of this package; "
-                "use vllm_pd_disaggregation with the Java engine instead"
-            )
-        router_args._validate_router_args()
+        check_launch_args(router_args)
         router = Router.from_args(router_args)
         router.start()
     except Exception as e:

@@ -4,37 +4,21 @@
 `Router.from_args(args)` maps a RouterArgs onto them exactly as upstream does.
 """
 
-import enum
 import signal
 import sys
 import threading
 from typing import Any, Dict, Optional
 
+# PolicyType and policy_from_str are defined beside the mapping the GraalPy launcher shares
+# without importing this module; they are imported here because upstream's users import them
+# from `vllm_router.router`.
+from .engine_config import (  # noqa: F401
+    PolicyType,
+    native_router_kwargs,
+    policy_from_str,
+    router_args_from_native_kwargs,
+)
 from .router_args import RouterArgs, router_args_to_config_json
-
-
-class PolicyType(enum.Enum):
-    """Load-balancing policies (the members of upstream's `vllm_router_rs.PolicyType`)."""
-
-    Random = "random"
-    RoundRobin = "round_robin"
-    CacheAware = "cache_aware"
-    PowerOfTwo = "power_of_two"
-    ConsistentHash = "consistent_hash"
-    StickyLeastLoaded = "sticky_least_loaded"
-    RendezvousHash = "rendezvous_hash"
-
-
-def policy_from_str(policy_str: Optional[str]) -> Optional[PolicyType]:
-    """'round_robin' -> PolicyType.RoundRobin; None -> None; unknown names raise KeyError."""
-    if policy_str is None:
-        return None
-    return {policy.value: policy for policy in PolicyType}[policy_str]
-
-
-# Keyword parameters of upstream's native Router that RouterArgs does not have. Upstream's Python
-# launcher never sets them; tracing is not implemented by this engine, so only defaults pass.
-_NATIVE_ONLY_DEFAULTS = {"enable_trace": False, "otlp_traces_endpoint": None}
 
 # Seconds that `start()`/`launch()` wait for the engine's ready line beyond the worker start-up
 # timeout (the engine itself waits up to worker_startup_timeout_secs for workers).
@@ -63,23 +47,12 @@ class Router:
         if router is not None:
             self._args: RouterArgs = router._args
             return
-        self._args = _router_args_from_native_kwargs(kwargs)
+        self._args = router_args_from_native_kwargs(kwargs)
 
     @staticmethod
     def from_args(args: RouterArgs) -> "Router":
         """The Router for a RouterArgs; like upstream, but the passed RouterArgs is not modified."""
-        fields = dict(vars(args))
-        pd_mode = fields["pd_disaggregation"] or fields["vllm_pd_disaggregation"]
-        if fields["service_discovery"] or pd_mode:
-            fields["worker_urls"] = []
-        fields["policy"] = policy_from_str(fields["policy"])
-        fields["prefill_policy"] = policy_from_str(fields["prefill_policy"])
-        fields["decode_policy"] = policy_from_str(fields["decode_policy"])
-        if not pd_mode:
-            fields["prefill_urls"] = None
-            fields["decode_urls"] = None
-        del fields["mini_lb"]
-        return Router(**fields)
+        return Router(**native_router_kwargs(args))
 
     @property
     def config_json(self) -> str:
@@ -129,29 +102,6 @@ class Router:
 
 class _StopBeforeReady(Exception):
     """SIGTERM/SIGINT arrived before the engine was ready."""
-
-
-def _router_args_from_native_kwargs(kwargs: Dict[str, Any]) -> RouterArgs:
-    """Native-Router keyword arguments -> RouterArgs (the one thing that is serialised)."""
-    values = dict(kwargs)
-    for name, default in _NATIVE_ONLY_DEFAULTS.items():
-        value = values.pop(name, default)
-        if value != default:
-            raise ValueError(f"{name} is not supported by this router engine")
-    values.pop("mini_lb", None)
-    for name in ("policy", "prefill_policy", "decode_policy"):
-        if isinstance(values.get(name), PolicyType):
-            values[name] = values[name].value
-    # Upstream's native Router defaults differ from RouterArgs' for these two.
-    values.setdefault("policy", PolicyType.RoundRobin.value)
-    values.setdefault("port", 3001)
-    for name in ("prefill_urls", "decode_urls"):
-        if values.get(name) is None:
-            values[name] = []
-    try:
-        return RouterArgs(**values)
-    except TypeError as e:
-        raise TypeError(f"Router() got an unexpected argument: {e}") from None
 
 
 def _install_handlers(handler):

@@ -1,11 +1,9 @@
 """The GraalPy bridge: Python running inside the router's JVM drives the engine in-process.
 
-Two users:
-  * the `vllm-router launch` / `print-config` launcher, which turns its argv into the engine's
-    configuration here, with the same `router_args.py` CPython runs (`config_json_from_argv`);
-  * `Router.launch()` / `Router.start()` when the interpreter is GraalPy (`start_engine`): the
-    engine starts in this JVM (`RouterServer.start(RouterConfig.fromJson(json))`) and session
-    calls are direct Java calls instead of HTTP.
+`Router.launch()` / `Router.start()` use it when the interpreter is GraalPy (`start_engine`): the
+engine starts in this JVM (`RouterServer.start(RouterConfig.fromJson(json))`) and session calls
+are direct Java calls instead of HTTP. (The `vllm-router launch` / `print-config` launcher only
+parses its argv under GraalPy, with `vllm_router.engine_config.config_json_from_argv`.)
 
 `start_engine` returns the engine handle every bridge returns (see `bridge/__init__.py`), plus
 `finish_session(id)` and `session_stats()` as direct calls. `java` is imported inside the
@@ -16,33 +14,10 @@ import threading
 from typing import Optional
 
 from vllm_router.bridge import EngineConfigError, EngineStartupError
-from vllm_router.router import Router
-from vllm_router.router_args import RouterArgs, parse_router_args
 
 _ROUTER_SERVER = "org.vllmrouter.server.RouterServer"
 _ROUTER_CONFIG = "org.vllmrouter.core.config.RouterConfig"
 _CONFIG_EXCEPTION = "org.vllmrouter.core.config.ConfigException"
-
-
-def config_json_from_argv(argv) -> str:
-    """The configuration `python -m vllm_router.launch_router ARGV` hands the engine, as JSON.
-
-    argparse errors and --help raise SystemExit exactly as on CPython; invalid values raise
-    ValueError with the CPython message.
-    """
-    return config_json_for(parse_router_args([str(a) for a in argv]))
-
-
-def config_json_for(args: RouterArgs) -> str:
-    """The configuration `launch_router(args)` hands the engine: the checks it makes before
-    starting (mini_lb refusal, `_validate_router_args`), then `Router.from_args(args)`."""
-    if args.mini_lb:
-        raise ValueError(
-            "mini_lb (upstream's Python debug balancer) is not part of this package; "
-            "use vllm_pd_disaggregation with the Java engine instead"
-        )
-    args._validate_router_args()
-    return Router.from_args(args).config_json
 
 
 def start_engine(config_json: str, startup_timeout: Optional[float] = None) -> "InProcessEngine":

@@ -16,7 +16,7 @@ import sys
 # argparse wraps usage and help text at the terminal width; fix it so the outputs compare.
 os.environ["COLUMNS"] = "80"
 
-from vllm_router.bridge.graal import config_json_for, config_json_from_argv
+from vllm_router.engine_config import config_json_for, config_json_from_argv
 from vllm_router.router_args import RouterArgs
 
 

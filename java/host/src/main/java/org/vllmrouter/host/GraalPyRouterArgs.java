@@ -38,7 +38,7 @@ public final class GraalPyRouterArgs implements AutoCloseable {
 
     private GraalPyRouterArgs(Context context) {
         this.context = context;
-        this.configJsonFromArgv = context.eval("python", "import vllm_router.bridge.graal as graal\ngraal")
+        this.configJsonFromArgv = context.eval("python", "import vllm_router.engine_config as engine_config\nengine_config")
                 .getMember("config_json_from_argv");
         this.pythonStr = context.eval("python", "str");
     }
@@ -63,7 +63,7 @@ public final class GraalPyRouterArgs implements AutoCloseable {
 
     /**
      * The configuration {@code python -m vllm_router.launch_router ARGV} would hand the engine
-     * ({@code vllm_router.bridge.graal.config_json_from_argv}).
+     * ({@code vllm_router.engine_config.config_json_from_argv}).
      *
      * @throws ArgvRejected when argparse exits (bad flag, {@code --help}) or the arguments are
      *     invalid; argparse has already written its usage and message to stderr by then

@@ -1,0 +1,103 @@
+"""What the engine is configured with, apart from running it: the policy names, upstream's
+native-Router keyword arguments <-> RouterArgs, and the launcher's argv -> RouterConfig JSON.
+
+`vllm-router launch` / `print-config` call `config_json_from_argv` inside GraalPy, where every
+imported module is interpreted and costs, so this module must not import `vllm_router.router`
+(threading, signal, typing); `enum` comes free with argparse's `re`.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from .router_args import RouterArgs, parse_router_args, router_args_to_config_json
+
+
+class PolicyType(enum.Enum):
+    """Load-balancing policies (the members of upstream's `vllm_router_rs.PolicyType`)."""
+
+    Random = "random"
+    RoundRobin = "round_robin"
+    CacheAware = "cache_aware"
+    PowerOfTwo = "power_of_two"
+    ConsistentHash = "consistent_hash"
+    StickyLeastLoaded = "sticky_least_loaded"
+    RendezvousHash = "rendezvous_hash"
+
+
+def policy_from_str(policy_str: str | None) -> PolicyType | None:
+    """'round_robin' -> PolicyType.RoundRobin; None -> None; unknown names raise KeyError."""
+    if policy_str is None:
+        return None
+    return {policy.value: policy for policy in PolicyType}[policy_str]
+
+
+# Keyword parameters of upstream's native Router that RouterArgs does not have. Upstream's Python
+# launcher never sets them; tracing is not implemented by this engine, so only defaults pass.
+_NATIVE_ONLY_DEFAULTS = {"enable_trace": False, "otlp_traces_endpoint": None}
+
+
+def native_router_kwargs(args: RouterArgs) -> dict:
+    """The native Router's keyword arguments for a RouterArgs, mapped as upstream's
+    `Router.from_args` maps them; `args` is not modified."""
+    fields = dict(vars(args))
+    pd_mode = fields["pd_disaggregation"] or fields["vllm_pd_disaggregation"]
+    if fields["service_discovery"] or pd_mode:
+        fields["worker_urls"] = []
+    fields["policy"] = policy_from_str(fields["policy"])
+    fields["prefill_policy"] = policy_from_str(fields["prefill_policy"])
+    fields["decode_policy"] = policy_from_str(fields["decode_policy"])
+    if not pd_mode:
+        fields["prefill_urls"] = None
+        fields["decode_urls"] = None
+    del fields["mini_lb"]
+    return fields
+
+
+def router_args_from_native_kwargs(kwargs: dict) -> RouterArgs:
+    """Native-Router keyword arguments -> RouterArgs (the one thing that is serialised)."""
+    values = dict(kwargs)
+    for name, default in _NATIVE_ONLY_DEFAULTS.items():
+        value = values.pop(name, default)
+        if value != default:
+            raise ValueError(f"{name} is not supported by this router engine")
+    values.pop("mini_lb", None)
+    for name in ("policy", "prefill_policy", "decode_policy"):
+        if isinstance(values.get(name), PolicyType):
+            values[name] = values[name].value
+    # Upstream's native Router defaults differ from RouterArgs' for these two.
+    values.setdefault("policy", PolicyType.RoundRobin.value)
+    values.setdefault("port", 3001)
+    for name in ("prefill_urls", "decode_urls"):
+        if values.get(name) is None:
+            values[name] = []
+    try:
+        return RouterArgs(**values)
+    except TypeError as e:
+        raise TypeError(f"Router() got an unexpected argument: {e}") from None
+
+
+def check_launch_args(args: RouterArgs) -> None:
+    """The checks `launch_router` makes before starting: mini_lb refusal, `_validate_router_args`."""
+    if args.mini_lb:
+        raise ValueError(
+            "mini_lb (upstream's Python debug balancer) is not part of this package; "
+            "use vllm_pd_disaggregation with the Java engine instead"
+        )
+    args._validate_router_args()
+
+
+def config_json_for(args: RouterArgs) -> str:
+    """The configuration `launch_router(args)` hands the engine: `check_launch_args`, then what
+    `Router.from_args(args).config_json` is."""
+    check_launch_args(args)
+    return router_args_to_config_json(router_args_from_native_kwargs(native_router_kwargs(args)))
+
+
+def config_json_from_argv(argv) -> str:
+    """The configuration `python -m vllm_router.launch_router ARGV` hands the engine, as JSON.
+
+    argparse errors and --help raise SystemExit exactly as on CPython; invalid values raise
+    ValueError with the CPython message.
+    """
+    return config_json_for(parse_router_args([str(a) for a in argv]))
