@@ -71,6 +71,17 @@ def test_lazy_exports(name):
     assert name in dir(vllm_router)
 
 
+def test_submodules_are_attributes_after_a_plain_import():
+    imported = modules_imported_by(
+        "import vllm_router\n"
+        "assert vllm_router.router.Router is vllm_router.Router\n"
+        "assert vllm_router.router_args.RouterArgs is vllm_router.RouterArgs\n"
+        "assert vllm_router.version.__version__ == vllm_router.__version__\n"
+        "assert {'router', 'router_args', 'version'} <= set(dir(vllm_router))"
+    )
+    assert "vllm_router.router" in imported
+
+
 def test_unknown_attribute_is_an_attribute_error():
     with pytest.raises(AttributeError, match="no_such_name"):
         vllm_router.no_such_name
