@@ -4,9 +4,12 @@
 # machine, same run, interleaved so both see the same load. Prints each run and the medians.
 #
 #   java/host/scripts/measure-startup.sh [RUNS]        (after `mvn -pl java/host -am package`)
+#   BASELINE_DIST=/path/to/other/vllm-router-dist java/host/scripts/measure-startup.sh [RUNS]
 #
-# Each run is a new JVM. The class-data archives of bin/vllm-router are made by one unmeasured
-# warm-up run per command (as a user's first run makes them), then reused.
+# With BASELINE_DIST, that distribution's `launch` is timed in the same rounds (a side-by-side
+# baseline, e.g. a build of an earlier commit). Each run is a new JVM. The class-data archives of
+# bin/vllm-router are made by one unmeasured warm-up run per command (as a user's first run makes
+# them), then reused; the flag parser's AOT cache comes from the build (`make-startup-cache`).
 set -euo pipefail
 
 runs=${1:-5}
@@ -43,15 +46,28 @@ serve_cmd=("$launcher" serve --config "$work/router.json")
 launch_cmd=("$launcher" launch --worker-urls $urls --policy sticky_least_loaded --port "$port" --prometheus-port 0
     --worker-startup-check-interval 1)
 
+baseline_cmd=()
+if [ -n "${BASELINE_DIST:-}" ]; then
+    baseline_cmd=("$BASELINE_DIST/bin/vllm-router" "${launch_cmd[@]:1}")
+fi
+
 time_to_health "${serve_cmd[@]}" >/dev/null
 time_to_health "${launch_cmd[@]}" >/dev/null
+[ ${#baseline_cmd[@]} -eq 0 ] || time_to_health "${baseline_cmd[@]}" >/dev/null
 
 median() { sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
-: >"$work/serve.times"; : >"$work/launch.times"
+: >"$work/serve.times"; : >"$work/launch.times"; : >"$work/baseline.times"
 for i in $(seq 1 "$runs"); do
     s=$(time_to_health "${serve_cmd[@]}"); echo "$s" >>"$work/serve.times"
     l=$(time_to_health "${launch_cmd[@]}"); echo "$l" >>"$work/launch.times"
-    echo "run $i: serve ${s}s launch ${l}s (load $(cut -d' ' -f1 /proc/loadavg))"
+    b=""
+    if [ ${#baseline_cmd[@]} -gt 0 ]; then
+        b=$(time_to_health "${baseline_cmd[@]}"); echo "$b" >>"$work/baseline.times"; b=" baseline launch ${b}s"
+    fi
+    echo "run $i: serve ${s}s launch ${l}s$b (load $(cut -d' ' -f1 /proc/loadavg))"
 done
-echo "median serve --config: $(median <"$work/serve.times") s"
-echo "median launch:         $(median <"$work/launch.times") s"
+echo "median serve --config:   $(median <"$work/serve.times") s"
+echo "median launch:           $(median <"$work/launch.times") s"
+if [ ${#baseline_cmd[@]} -gt 0 ]; then
+    echo "median baseline launch:  $(median <"$work/baseline.times") s"
+fi

@@ -16,9 +16,9 @@ import picocli.CommandLine.Parameters;
  * CPython. GraalPy parses the flags with the package's own {@code router_args.py}; the engine then
  * serves in this JVM until SIGTERM/SIGINT.
  *
- * <p>The distribution's {@code bin/vllm-router launch} runs {@code print-config} and {@code serve}
- * in two JVMs instead, so the parse gets a C1-only JIT and the engine the full one; this command
- * is the single-JVM form for {@code java -cp ... org.vllmrouter.host.Main launch}.
+ * <p>Start-up is the cost that matters here, so the parse runs in a child JVM started first
+ * ({@link ArgvParserProcess}) while this JVM rehearses the engine's start-up on the other core
+ * ({@link EngineRehearsal}); the configuration then reaches an engine whose classes are warm.
  */
 @Command(
         name = "launch",
@@ -33,10 +33,24 @@ final class LaunchCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        RouterArgsRunner.ParsedArgv parsed = RouterArgsRunner.parse("launch", routerArgs);
-        if (parsed.configJson() == null) {
+        return launch(routerArgs);
+    }
+
+    /** {@code launch ARGS}; {@link Main#main} calls it directly, ahead of Picocli, to start the parse sooner. */
+    static int launch(List<String> routerArgs) {
+        if (!RouterArgsRunner.graalPyAvailable()) {
+            return RouterArgsRunner.noGraalPy("launch");
+        }
+        ArgvParserProcess parser = ArgvParserProcess.start(routerArgs);
+        EngineRehearsal.run();
+        ArgvParserProcess.Outcome parsed = parser.await();
+        String stdout = new String(parsed.stdout(), StandardCharsets.UTF_8);
+        if (parsed.exitCode() != 0 || !stdout.startsWith("{")) {
+            // Usage errors (argparse already wrote them to stderr) or the text of --help.
+            System.out.print(stdout);
+            System.out.flush();
             return parsed.exitCode();
         }
-        return EngineRunner.serve(new ByteArrayInputStream(parsed.configJson().getBytes(StandardCharsets.UTF_8)), false);
+        return EngineRunner.serve(new ByteArrayInputStream(parsed.stdout()), false);
     }
 }

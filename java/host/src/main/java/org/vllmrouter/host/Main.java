@@ -1,5 +1,7 @@
 package org.vllmrouter.host;
 
+import java.util.List;
+
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -22,6 +24,11 @@ public final class Main implements Runnable {
     private CommandLine.Model.CommandSpec spec;
 
     public static void main(String[] args) {
+        if (args.length > 0 && args[0].equals("launch")) {
+            // Every argument of `launch` belongs to argparse; skipping Picocli's set-up starts the
+            // flag parser, the critical path of start-up, a few hundred milliseconds sooner.
+            System.exit(LaunchCommand.launch(List.of(args).subList(1, args.length)));
+        }
         System.exit(execute(args));
     }
 

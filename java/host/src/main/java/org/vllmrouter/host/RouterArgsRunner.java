@@ -28,16 +28,21 @@ final class RouterArgsRunner {
         }
     }
 
+    /** Says that {@code command} needs the distribution's GraalPy; returns the exit code. */
+    static int noGraalPy(String command) {
+        System.err.println("vllm-router " + command + ": this build has no GraalPy (it is the engine jar"
+                + " shipped in the Python wheel). Use `python -m vllm_router.launch_router ...`, or the"
+                + " vllm-router distribution's bin/vllm-router, or `vllm-router serve --config FILE`.");
+        return 1;
+    }
+
     /**
      * Parses {@code argv} as {@code python -m vllm_router.launch_router} would. argparse writes
      * its own usage, errors and {@code --help} to stdout/stderr; other errors are written here.
      */
     static ParsedArgv parse(String command, List<String> argv) {
         if (!graalPyAvailable()) {
-            System.err.println("vllm-router " + command + ": this build has no GraalPy (it is the engine jar"
-                    + " shipped in the Python wheel). Use `python -m vllm_router.launch_router ...`, or the"
-                    + " vllm-router distribution's bin/vllm-router, or `vllm-router serve --config FILE`.");
-            return new ParsedArgv(null, 1);
+            return new ParsedArgv(null, noGraalPy(command));
         }
         try (GraalPyRouterArgs routerArgs = GraalPyRouterArgs.open()) {
             return new ParsedArgv(routerArgs.configJson(argv), 0);

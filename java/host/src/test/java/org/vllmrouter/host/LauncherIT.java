@@ -1,6 +1,7 @@
 package org.vllmrouter.host;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -9,7 +10,9 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -89,6 +92,42 @@ class LauncherIT {
             assertTrue(stderr.startsWith("usage: vllm-router"), stderr);
             assertTrue(stderr.contains("vllm-router: error: argument --policy: invalid choice: 'least_loaded'"), stderr);
         }
+    }
+
+    @Test
+    void launchHelpIsArgparsesHelpOnStdoutWithExitZero() throws Exception {
+        try (LauncherProcess help = LauncherProcess.dist("launch", "--help")) {
+            String stdout = help.remainingStdout();
+            assertEquals(0, help.waitForExit(), help.stderr());
+            assertTrue(stdout.startsWith("usage: vllm-router"), stdout);
+            assertTrue(stdout.contains("--policy {random,round_robin,cache_aware"), stdout);
+        }
+    }
+
+    @Test
+    void sigtermWhileTheFlagsAreParsedEndsTheParserJvmToo() throws Exception {
+        try (LauncherProcess router = LauncherProcess.dist(launchArgs().toArray(String[]::new))) {
+            ProcessHandle parser = awaitDescendant(router.handle(), "ArgvParserMain");
+            router.terminate();
+            parser.onExit().get(30, TimeUnit.SECONDS);
+            assertFalse(parser.isAlive(), "the parser JVM outlived the launcher");
+        }
+    }
+
+    /** The launcher's child process whose command line mentions {@code mainClass}, once it exists. */
+    private static ProcessHandle awaitDescendant(ProcessHandle launcher, String mainClass) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(LauncherProcess.START_TIMEOUT_SECONDS);
+        while (System.nanoTime() < deadline) {
+            Optional<ProcessHandle> found = launcher.descendants()
+                    .filter(p -> p.info().commandLine().orElse("").contains(mainClass))
+                    .findFirst();
+            if (found.isPresent()) {
+                return found.get();
+            }
+            assertTrue(launcher.isAlive(), "the launcher ended before starting its parser");
+            Thread.sleep(20);
+        }
+        throw new AssertionError("no " + mainClass + " process under the launcher");
     }
 
     @Test

@@ -83,6 +83,11 @@ final class LauncherProcess implements AutoCloseable {
         return waitForExit();
     }
 
+    /** The launcher's own process (after the script's exec: the engine's JVM). */
+    ProcessHandle handle() {
+        return process.toHandle();
+    }
+
     String stderr() {
         try {
             return stderr.get(30, TimeUnit.SECONDS);

@@ -1,0 +1,106 @@
+package org.vllmrouter.host;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * {@link ArgvParserMain} in a child JVM, started by {@code launch} before anything else.
+ *
+ * <p>Why a second JVM: the parse is a short interpreted GraalPy run that is fastest on a C1-only
+ * JIT with a class-data archive of its own, while the engine wants the full JIT and no GraalPy in
+ * its heap; and the engine's JVM can rehearse its own start-up on the other core meanwhile.
+ *
+ * <p>The child runs the same Java and class path as this JVM. Its JVM options come from
+ * {@value #OPTIONS_ENV} (the distribution's launcher script sets it, with the archive to use), or
+ * default to a C1-only JIT with the serial collector. What it writes to stderr is copied to
+ * {@link System#err} as it comes, so argparse's messages reach the user unchanged; its stdout is
+ * captured: the configuration JSON, or the text of {@code --help}.
+ */
+final class ArgvParserProcess {
+    static final String OPTIONS_ENV = "VLLM_ROUTER_PARSER_JVM_OPTS";
+
+    /** The child's exit status and everything it printed on stdout. */
+    record Outcome(int exitCode, byte[] stdout) {}
+
+    private final Process process;
+    private final Thread stderrCopier;
+    private final Thread destroyOnExit;
+
+    private ArgvParserProcess(Process process) {
+        this.process = process;
+        PrintStream err = System.err;
+        this.stderrCopier = Thread.ofPlatform().daemon().name("vllm-router-parser-stderr").start(() -> {
+            try {
+                process.getErrorStream().transferTo(err);
+            } catch (IOException ignored) {
+                // The child ended or was destroyed; what it wrote so far has been copied.
+            }
+            err.flush();
+        });
+        // A SIGTERM to the launcher during the parse must not leave the child running.
+        this.destroyOnExit = new Thread(process::destroyForcibly, "vllm-router-parser-reaper");
+        Runtime.getRuntime().addShutdownHook(destroyOnExit);
+    }
+
+    static ArgvParserProcess start(List<String> routerArgs) {
+        List<String> command = new ArrayList<>();
+        command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        command.addAll(jvmOptions());
+        command.add("-cp");
+        command.add(System.getProperty("java.class.path"));
+        command.add(ArgvParserMain.class.getName());
+        command.addAll(routerArgs);
+        ProcessBuilder builder = new ProcessBuilder(command)
+                .redirectInput(ProcessBuilder.Redirect.PIPE)
+                .redirectOutput(ProcessBuilder.Redirect.PIPE)
+                .redirectError(ProcessBuilder.Redirect.PIPE);
+        builder.environment().remove(OPTIONS_ENV);
+        try {
+            Process process = builder.start();
+            process.getOutputStream().close();
+            return new ArgvParserProcess(process);
+        } catch (IOException e) {
+            throw new UncheckedIOException("Could not start the flag parser JVM: " + e.getMessage(), e);
+        }
+    }
+
+    private static List<String> jvmOptions() {
+        String fromLauncher = System.getenv(OPTIONS_ENV);
+        if (fromLauncher != null && !fromLauncher.isBlank()) {
+            return Arrays.asList(fromLauncher.trim().split("\\s+"));
+        }
+        List<String> options = new ArrayList<>(List.of("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+                "--enable-native-access=ALL-UNNAMED"));
+        if (Runtime.version().feature() >= 23) {
+            options.add("--sun-misc-unsafe-memory-access=allow");
+        }
+        return options;
+    }
+
+    /** Waits for the child to end and returns what it printed. */
+    Outcome await() {
+        try {
+            byte[] stdout = process.getInputStream().readAllBytes();
+            int exitCode = process.waitFor();
+            stderrCopier.join();
+            return new Outcome(exitCode, stdout);
+        } catch (IOException e) {
+            throw new UncheckedIOException("Could not read the flag parser's output: " + e.getMessage(), e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            process.destroyForcibly();
+            return new Outcome(130, new byte[0]);
+        } finally {
+            try {
+                Runtime.getRuntime().removeShutdownHook(destroyOnExit);
+            } catch (IllegalStateException shuttingDown) {
+                // The hook runs and ends the child, which has ended already.
+            }
+        }
+    }
+}
