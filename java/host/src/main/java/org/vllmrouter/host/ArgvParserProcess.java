@@ -17,7 +17,7 @@ import java.util.List;
  *
  * <p>The child runs the same Java and class path as this JVM. Its JVM options come from
  * {@value #OPTIONS_ENV} (the distribution's launcher script sets it, with the archive to use), or
- * default to a C1-only JIT with the serial collector. What it writes to stderr is copied to
+ * default to the script's options for a short run without the archive. What it writes to stderr is copied to
  * {@link System#err} as it comes, so argparse's messages reach the user unchanged; its stdout is
  * captured: the configuration JSON, or the text of {@code --help}.
  */
@@ -74,8 +74,9 @@ final class ArgvParserProcess {
         if (fromLauncher != null && !fromLauncher.isBlank()) {
             return Arrays.asList(fromLauncher.trim().split("\\s+"));
         }
-        List<String> options = new ArrayList<>(List.of("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
-                "--enable-native-access=ALL-UNNAMED"));
+        // As the launcher script's options for a short GraalPy run: C1 only, no collection during the parse.
+        List<String> options = new ArrayList<>(List.of("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmn256m",
+                "-XX:ReservedCodeCacheSize=240m", "--enable-native-access=ALL-UNNAMED"));
         if (Runtime.version().feature() >= 23) {
             options.add("--sun-misc-unsafe-memory-access=allow");
         }
