@@ -1,6 +1,7 @@
 package org.vllmrouter.host;
 
 import java.io.ByteArrayInputStream;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -41,9 +42,15 @@ final class LaunchCommand implements Callable<Integer> {
         if (!RouterArgsRunner.graalPyAvailable()) {
             return RouterArgsRunner.noGraalPy("launch");
         }
-        ArgvParserProcess parser = ArgvParserProcess.start(routerArgs);
-        EngineRehearsal.run();
-        ArgvParserProcess.Outcome parsed = parser.await();
+        ArgvParserProcess.Outcome parsed;
+        try {
+            ArgvParserProcess parser = ArgvParserProcess.start(routerArgs);
+            EngineRehearsal.run();
+            parsed = parser.await();
+        } catch (UncheckedIOException e) {
+            System.err.println("vllm-router launch: " + e.getMessage());
+            return 1;
+        }
         String stdout = new String(parsed.stdout(), StandardCharsets.UTF_8);
         if (parsed.exitCode() != 0 || !stdout.startsWith("{")) {
             // Usage errors (argparse already wrote them to stderr) or the text of --help.
