@@ -1,7 +1,9 @@
 #!/bin/bash
 # Cold start of the packaged launcher, from process spawn to the first 200 on /health:
-# `launch ARGS` (GraalPy parses the flags) against `serve --config FILE` (no Python), same
-# machine, same run, interleaved so both see the same load. Prints each run and the medians.
+# `launch ARGS` (GraalPy parses the flags; the parse cache is off) against `serve --config FILE`
+# (no Python) and against `launch ARGS` again with the parse cache on (the same flags were parsed
+# before, as when a training job restarts its router), same machine, same run, interleaved so all
+# see the same load. Prints each run and the medians.
 #
 #   java/host/scripts/measure-startup.sh [RUNS]        (after `mvn -pl java/host -am package`)
 #   BASELINE_DIST=/path/to/other/vllm-router-dist java/host/scripts/measure-startup.sh [RUNS]
@@ -45,29 +47,33 @@ serve_cmd=("$launcher" serve --config "$work/router.json")
 # shellcheck disable=SC2206 # the worker URLs are separate arguments
 launch_cmd=("$launcher" launch --worker-urls $urls --policy sticky_least_loaded --port "$port" --prometheus-port 0
     --worker-startup-check-interval 1)
+uncached=(env VLLM_ROUTER_PARSE_CACHE=off)
 
 baseline_cmd=()
 if [ -n "${BASELINE_DIST:-}" ]; then
-    baseline_cmd=("$BASELINE_DIST/bin/vllm-router" "${launch_cmd[@]:1}")
+    baseline_cmd=("${uncached[@]}" "$BASELINE_DIST/bin/vllm-router" "${launch_cmd[@]:1}")
 fi
 
 time_to_health "${serve_cmd[@]}" >/dev/null
+time_to_health "${uncached[@]}" "${launch_cmd[@]}" >/dev/null
 time_to_health "${launch_cmd[@]}" >/dev/null
 [ ${#baseline_cmd[@]} -eq 0 ] || time_to_health "${baseline_cmd[@]}" >/dev/null
 
 median() { sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
-: >"$work/serve.times"; : >"$work/launch.times"; : >"$work/baseline.times"
+: >"$work/serve.times"; : >"$work/launch.times"; : >"$work/cached.times"; : >"$work/baseline.times"
 for i in $(seq 1 "$runs"); do
     s=$(time_to_health "${serve_cmd[@]}"); echo "$s" >>"$work/serve.times"
-    l=$(time_to_health "${launch_cmd[@]}"); echo "$l" >>"$work/launch.times"
+    l=$(time_to_health "${uncached[@]}" "${launch_cmd[@]}"); echo "$l" >>"$work/launch.times"
+    c=$(time_to_health "${launch_cmd[@]}"); echo "$c" >>"$work/cached.times"
     b=""
     if [ ${#baseline_cmd[@]} -gt 0 ]; then
         b=$(time_to_health "${baseline_cmd[@]}"); echo "$b" >>"$work/baseline.times"; b=" baseline launch ${b}s"
     fi
-    echo "run $i: serve ${s}s launch ${l}s$b (load $(cut -d' ' -f1 /proc/loadavg))"
+    echo "run $i: serve ${s}s launch ${l}s launch-cached ${c}s$b (load $(cut -d' ' -f1 /proc/loadavg))"
 done
 echo "median serve --config:   $(median <"$work/serve.times") s"
 echo "median launch:           $(median <"$work/launch.times") s"
+echo "median launch (cached):  $(median <"$work/cached.times") s"
 if [ ${#baseline_cmd[@]} -gt 0 ]; then
     echo "median baseline launch:  $(median <"$work/baseline.times") s"
 fi

@@ -1,6 +1,7 @@
 package org.vllmrouter.host;
 
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
@@ -24,23 +25,28 @@ import java.util.List;
 final class ArgvParserProcess {
     static final String OPTIONS_ENV = "VLLM_ROUTER_PARSER_JVM_OPTS";
 
-    /** The child's exit status and everything it printed on stdout. */
-    record Outcome(int exitCode, byte[] stdout) {}
+    /** The child's exit status, everything it printed on stdout, and whether it printed anything on stderr. */
+    record Outcome(int exitCode, byte[] stdout, boolean wroteStderr) {}
 
     private final Process process;
     private final Thread stderrCopier;
+    private volatile long stderrBytes;
     private final Thread destroyOnExit;
 
     private ArgvParserProcess(Process process) {
         this.process = process;
         PrintStream err = System.err;
         this.stderrCopier = Thread.ofPlatform().daemon().name("vllm-router-parser-stderr").start(() -> {
-            try {
-                process.getErrorStream().transferTo(err);
+            byte[] buffer = new byte[8192];
+            try (InputStream in = process.getErrorStream()) {
+                for (int n; (n = in.read(buffer)) >= 0; ) {
+                    stderrBytes += n;
+                    err.write(buffer, 0, n);
+                    err.flush();
+                }
             } catch (IOException ignored) {
                 // The child ended or was destroyed; what it wrote so far has been copied.
             }
-            err.flush();
         });
         // A SIGTERM to the launcher during the parse must not leave the child running.
         this.destroyOnExit = new Thread(process::destroyForcibly, "vllm-router-parser-reaper");
@@ -89,13 +95,13 @@ final class ArgvParserProcess {
             byte[] stdout = process.getInputStream().readAllBytes();
             int exitCode = process.waitFor();
             stderrCopier.join();
-            return new Outcome(exitCode, stdout);
+            return new Outcome(exitCode, stdout, stderrBytes > 0);
         } catch (IOException e) {
             throw new UncheckedIOException("Could not read the flag parser's output: " + e.getMessage(), e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             process.destroyForcibly();
-            return new Outcome(130, new byte[0]);
+            return new Outcome(130, new byte[0], false);
         } finally {
             try {
                 Runtime.getRuntime().removeShutdownHook(destroyOnExit);

@@ -5,6 +5,7 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.Callable;
 
 import org.vllmrouter.server.EngineRunner;
@@ -20,6 +21,7 @@ import picocli.CommandLine.Parameters;
  * <p>Start-up is the cost that matters here, so the parse runs in a child JVM started first
  * ({@link ArgvParserProcess}) while this JVM rehearses the engine's start-up on the other core
  * ({@link EngineRehearsal}); the configuration then reaches an engine whose classes are warm.
+ * A launch with flags parsed before by the same jars skips both ({@link ParsedConfigCache}).
  */
 @Command(
         name = "launch",
@@ -42,6 +44,11 @@ final class LaunchCommand implements Callable<Integer> {
         if (!RouterArgsRunner.graalPyAvailable()) {
             return RouterArgsRunner.noGraalPy("launch");
         }
+        Optional<ParsedConfigCache> cache = ParsedConfigCache.forArgv(routerArgs);
+        Optional<String> cached = cache.flatMap(ParsedConfigCache::read);
+        if (cached.isPresent()) {
+            return EngineRunner.serve(new ByteArrayInputStream(cached.get().getBytes(StandardCharsets.UTF_8)), false);
+        }
         ArgvParserProcess.Outcome parsed;
         try {
             ArgvParserProcess parser = ArgvParserProcess.start(routerArgs);
@@ -57,6 +64,9 @@ final class LaunchCommand implements Callable<Integer> {
             System.out.print(stdout);
             System.out.flush();
             return parsed.exitCode();
+        }
+        if (!parsed.wroteStderr()) {
+            cache.ifPresent(entry -> entry.write(stdout));
         }
         return EngineRunner.serve(new ByteArrayInputStream(parsed.stdout()), false);
     }

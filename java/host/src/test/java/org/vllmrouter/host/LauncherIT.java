@@ -10,13 +10,16 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.vllmrouter.mock.MockConfig;
 import org.vllmrouter.mock.MockWorkers;
 
@@ -111,6 +114,60 @@ class LauncherIT {
             router.terminate();
             parser.onExit().get(30, TimeUnit.SECONDS);
             assertFalse(parser.isAlive(), "the parser JVM outlived the launcher");
+        }
+    }
+
+    @Test
+    void aRestartWithTheSameFlagsSkipsTheParseAndUsageErrorsAreNeverCached(@TempDir Path cacheDir) throws Exception {
+        Map<String, String> env = Map.of("VLLM_ROUTER_CDS_DIR", cacheDir.toString());
+        String[] args = launchArgs().toArray(String[]::new);
+        try (LauncherProcess first = LauncherProcess.dist(env, args)) {
+            assertReady(first);
+            assertEquals(0, first.terminate(), first.stderr());
+        }
+        List<Path> entries = parsedEntries(cacheDir);
+        assertEquals(1, entries.size(), entries.toString());
+        assertTrue(Files.readString(entries.get(0)).contains(workers.urls().get(0)));
+
+        try (LauncherProcess again = LauncherProcess.dist(env, args)) {
+            Set<String> parsers = ConcurrentHashMap.newKeySet();
+            Thread watcher = Thread.ofPlatform().daemon().start(() -> {
+                while (!Thread.currentThread().isInterrupted()) {
+                    again.handle().descendants().map(p -> p.info().commandLine().orElse(""))
+                            .filter(c -> c.contains("ArgvParserMain")).forEach(parsers::add);
+                    try {
+                        Thread.sleep(10);
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                }
+            });
+            String url = assertReady(again);
+            watcher.interrupt();
+            assertEquals(Set.of(), parsers, "the second launch with the same flags ran the parser");
+            assertEquals(200, RouterHttp.get(url + "/health").statusCode());
+            assertEquals(0, again.terminate(), again.stderr());
+        }
+
+        for (int attempt = 0; attempt < 2; attempt++) {
+            try (LauncherProcess bad = LauncherProcess.dist(env, "launch", "--policy", "least_loaded")) {
+                assertEquals(2, bad.waitForExit());
+                assertTrue(bad.stderr().contains("invalid choice: 'least_loaded'"), bad.stderr());
+            }
+        }
+        assertEquals(1, parsedEntries(cacheDir).size());
+    }
+
+    private static String assertReady(LauncherProcess router) throws Exception {
+        String readyLine = router.readLine();
+        JsonNode ready = JSON.readTree(String.valueOf(readyLine));
+        assertEquals("ready", ready.path("event").asText(), readyLine + "\n" + router.stderr());
+        return ready.get("url").asText();
+    }
+
+    private static List<Path> parsedEntries(Path dir) throws Exception {
+        try (var files = Files.list(dir)) {
+            return files.filter(f -> f.getFileName().toString().startsWith("parsed-")).toList();
         }
     }
 

@@ -8,6 +8,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
@@ -24,10 +25,11 @@ final class LauncherProcess implements AutoCloseable {
     private final BufferedReader stdout;
     private final CompletableFuture<String> stderr;
 
-    private LauncherProcess(List<String> command) throws IOException {
+    private LauncherProcess(List<String> command, Map<String, String> environment) throws IOException {
         ProcessBuilder builder = new ProcessBuilder(command);
         // The distribution's script must find a JDK >= 21 itself, whatever JAVA_HOME says.
         builder.environment().remove("VLLM_ROUTER_JAVA");
+        builder.environment().putAll(environment);
         this.process = builder.start();
         this.stdout = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
         this.stderr = CompletableFuture.supplyAsync(() -> {
@@ -40,10 +42,14 @@ final class LauncherProcess implements AutoCloseable {
     }
 
     static LauncherProcess dist(String... args) throws IOException {
+        return dist(Map.of(), args);
+    }
+
+    static LauncherProcess dist(Map<String, String> environment, String... args) throws IOException {
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("vllmrouter.dist"), "bin", "vllm-router").toString());
         command.addAll(List.of(args));
-        return new LauncherProcess(command);
+        return new LauncherProcess(command, environment);
     }
 
     static LauncherProcess engineJar(String... args) throws IOException {
@@ -52,7 +58,7 @@ final class LauncherProcess implements AutoCloseable {
         command.add("-jar");
         command.add(System.getProperty("vllmrouter.engineJar"));
         command.addAll(List.of(args));
-        return new LauncherProcess(command);
+        return new LauncherProcess(command, Map.of());
     }
 
     /** The next line on stdout (the engine's ready/error line), or null at EOF. */
