@@ -35,6 +35,11 @@ final class ServeCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        return serve(config);
+    }
+
+    /** {@code serve --config CONFIG}; {@link Main#main} calls it directly for that exact argv. */
+    static int serve(String config) {
         if (config.equals("-")) {
             return EngineRunner.serve(System.in, true);
         }
