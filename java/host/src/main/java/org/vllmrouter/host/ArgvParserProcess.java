@@ -18,9 +18,9 @@ import java.util.List;
  *
  * <p>The child runs the same Java and class path as this JVM. Its JVM options come from
  * {@value #OPTIONS_ENV} (the distribution's launcher script sets it, with the archive to use), or
- * default to the script's options for a short run without the archive. What it writes to stderr is copied to
- * {@link System#err} as it comes, so argparse's messages reach the user unchanged; its stdout is
- * captured: the configuration JSON, or the text of {@code --help}.
+ * default to the script's options for a short run, without an archive. What it writes to stderr
+ * is copied to {@link System#err} as it comes, so argparse's messages reach the user unchanged;
+ * its stdout is captured: the configuration JSON, or the text of {@code --help}.
  */
 final class ArgvParserProcess {
     static final String OPTIONS_ENV = "VLLM_ROUTER_PARSER_JVM_OPTS";
