@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -35,6 +37,13 @@ class LauncherIT {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static MockWorkers workers;
 
+    /**
+     * The script's class-data archives and parse cache for this class's launches: never the
+     * user's home, whose entries would outlive the run and could answer a later run's parse.
+     */
+    @TempDir
+    static Path launcherCache;
+
     @BeforeAll
     static void startWorkers() {
         workers = MockWorkers.start(MockConfig.builder().count(3).build());
@@ -47,6 +56,10 @@ class LauncherIT {
         }
     }
 
+    private static LauncherProcess dist(String... args) throws Exception {
+        return LauncherProcess.dist(Map.of("VLLM_ROUTER_CDS_DIR", launcherCache.toString()), args);
+    }
+
     private static List<String> launchArgs(String... extra) {
         List<String> args = new ArrayList<>(List.of("launch", "--worker-urls"));
         args.addAll(workers.urls());
@@ -57,7 +70,7 @@ class LauncherIT {
 
     @Test
     void launchServesStickySessionsAndStopsCleanlyOnSigterm() throws Exception {
-        try (LauncherProcess router = LauncherProcess.dist(launchArgs().toArray(String[]::new))) {
+        try (LauncherProcess router = dist(launchArgs().toArray(String[]::new))) {
             String readyLine = router.readLine();
             JsonNode ready = JSON.readTree(String.valueOf(readyLine));
             assertEquals("ready", ready.path("event").asText(), readyLine + "\n" + router.stderr());
@@ -88,7 +101,7 @@ class LauncherIT {
 
     @Test
     void launchWithABadChoiceExitsTwoWithArgparsesMessage() throws Exception {
-        try (LauncherProcess bad = LauncherProcess.dist("launch", "--policy", "least_loaded")) {
+        try (LauncherProcess bad = dist("launch", "--policy", "least_loaded")) {
             assertEquals("", bad.remainingStdout());
             assertEquals(2, bad.waitForExit());
             String stderr = bad.stderr();
@@ -99,7 +112,7 @@ class LauncherIT {
 
     @Test
     void launchHelpIsArgparsesHelpOnStdoutWithExitZero() throws Exception {
-        try (LauncherProcess help = LauncherProcess.dist("launch", "--help")) {
+        try (LauncherProcess help = dist("launch", "--help")) {
             String stdout = help.remainingStdout();
             assertEquals(0, help.waitForExit(), help.stderr());
             assertTrue(stdout.startsWith("usage: vllm-router"), stdout);
@@ -109,7 +122,10 @@ class LauncherIT {
 
     @Test
     void sigtermWhileTheFlagsAreParsedEndsTheParserJvmToo() throws Exception {
-        try (LauncherProcess router = LauncherProcess.dist(launchArgs().toArray(String[]::new))) {
+        // Another test launches with the same flags; a cached parse would start no parser at all.
+        Map<String, String> env = Map.of("VLLM_ROUTER_CDS_DIR", launcherCache.toString(),
+                "VLLM_ROUTER_PARSE_CACHE", "off");
+        try (LauncherProcess router = LauncherProcess.dist(env, launchArgs().toArray(String[]::new))) {
             ProcessHandle parser = awaitDescendant(router.handle(), "ArgvParserMain");
             router.terminate();
             parser.onExit().get(30, TimeUnit.SECONDS);
@@ -133,7 +149,7 @@ class LauncherIT {
             Set<String> parsers = ConcurrentHashMap.newKeySet();
             Thread watcher = Thread.ofPlatform().daemon().start(() -> {
                 while (!Thread.currentThread().isInterrupted()) {
-                    again.handle().descendants().map(p -> p.info().commandLine().orElse(""))
+                    again.handle().descendants().map(LauncherIT::commandLine)
                             .filter(c -> c.contains("ArgvParserMain")).forEach(parsers::add);
                     try {
                         Thread.sleep(10);
@@ -176,7 +192,7 @@ class LauncherIT {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(LauncherProcess.START_TIMEOUT_SECONDS);
         while (System.nanoTime() < deadline) {
             Optional<ProcessHandle> found = launcher.descendants()
-                    .filter(p -> p.info().commandLine().orElse("").contains(mainClass))
+                    .filter(p -> commandLine(p).contains(mainClass))
                     .findFirst();
             if (found.isPresent()) {
                 return found.get();
@@ -185,6 +201,20 @@ class LauncherIT {
             Thread.sleep(20);
         }
         throw new AssertionError("no " + mainClass + " process under the launcher");
+    }
+
+    /**
+     * A process's whole command line. {@code ProcessHandle.Info} reads only its first 4 KiB, and
+     * the parser JVM's class path alone nearly fills that: under a longer checkout path the main
+     * class falls past the cut.
+     */
+    private static String commandLine(ProcessHandle process) {
+        try {
+            byte[] raw = Files.readAllBytes(Path.of("/proc", Long.toString(process.pid()), "cmdline"));
+            return new String(raw, StandardCharsets.UTF_8).replace('\0', ' ');
+        } catch (IOException e) {
+            return "";
+        }
     }
 
     @Test

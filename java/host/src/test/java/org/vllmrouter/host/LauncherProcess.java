@@ -41,10 +41,6 @@ final class LauncherProcess implements AutoCloseable {
         });
     }
 
-    static LauncherProcess dist(String... args) throws IOException {
-        return dist(Map.of(), args);
-    }
-
     static LauncherProcess dist(Map<String, String> environment, String... args) throws IOException {
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("vllmrouter.dist"), "bin", "vllm-router").toString());
