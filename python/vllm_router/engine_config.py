@@ -14,7 +14,9 @@ from .router_args import RouterArgs, parse_router_args, router_args_to_config_js
 
 
 class PolicyType(enum.Enum):
-    """Load-balancing policies (the members of upstream's `vllm_router_rs.PolicyType`)."""
+    """Load-balancing policies: the members of upstream's `vllm_router_rs.PolicyType`, spelled
+    out so that type checkers see them. Their values are `router_args.POLICY_CHOICES`, in order
+    (py_test/unit/test_config_contract.py holds the two together)."""
 
     Random = "random"
     RoundRobin = "round_robin"

@@ -2,7 +2,9 @@
 
 `RouterArgs` -> `router_args_to_config_json` -> the engine's RouterConfig is the only way a
 configuration reaches the Java engine, whichever entry point is used (CPython `launch_router`,
-the GraalPy-hosted `vllm-router launch ...`, or a config file).
+the GraalPy-hosted `vllm-router launch ...`, or a config file). The engine does not repeat the
+fields: its build generates their names, types, defaults and choices (the policy names among
+them) from this module (`vllm_router.config_contract`).
 
 This module also runs under GraalPy inside the launcher JVM, where every imported module costs
 (it is interpreted), so it imports only what the parse needs: argparse, dataclasses and json.
@@ -59,6 +61,8 @@ def _one_of(choices):
             raise argparse.ArgumentTypeError(f"invalid choice: {value!r} (choose from {listed})")
         return value
 
+    # The config contract (vllm_router.config_contract) reads the choices from the parser.
+    check.choices = choices
     return check
 
 
