@@ -1,12 +1,14 @@
 """The config contract: what the Java engine is built against, generated from RouterArgs.
 
-These check the contract against RouterArgs.
+The engine's own tests (core's ConfigContractTest) check RouterConfig against the contract; these
+check the contract against RouterArgs, and that the engine this package ships was built from it.
 """
 
 import dataclasses
 import json
 import subprocess
 import sys
+import zipfile
 
 import pytest
 
@@ -19,6 +21,8 @@ from vllm_router.router_args import (
     RouterArgs,
     router_args_to_config_json,
 )
+
+CONTRACT_IN_JAR = "org/vllmrouter/core/config/router-config-contract.json"
 
 # The Python values a JSON type holds. bool is an int in Python, and a whole float default
 # written as an int (`= 1`) would reach the engine as 1 while the engine prints 1.0.
@@ -73,3 +77,9 @@ def test_module_writes_the_contract_file(tmp_path):
     subprocess.run([sys.executable, "-m", "vllm_router.config_contract", str(out)], check=True)
     assert json.loads(out.read_text(encoding="utf-8")) == config_contract()
 
+
+def test_packaged_engine_was_built_from_this_router_args(engine_jar):
+    with zipfile.ZipFile(engine_jar) as jar:
+        built_against = json.loads(jar.read(CONTRACT_IN_JAR).decode("utf-8"))
+    assert built_against == config_contract(), (
+        f"{engine_jar} was built from another RouterArgs; rebuild it (make engine-jar)")

@@ -5,6 +5,7 @@ import java.net.URISyntaxException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.stream.Collectors;
 
 /**
  * Upstream's configuration validation (ConfigValidator), applied to the RouterArgs-shaped config in the
@@ -14,6 +15,8 @@ import java.util.Locale;
  */
 final class ConfigValidator {
     static final String PREFIX = "Configuration validation failed: ";
+    /** Compared case-insensitively: upstream lower-cases the value before matching. */
+    private static final List<String> KV_CONNECTORS = ConfigContract.get().field("kv_connector").choices();
 
     private enum Mode { REGULAR, PD, VLLM_PD }
 
@@ -24,10 +27,9 @@ final class ConfigValidator {
         validatePolicyName("policy", c.policy());
         validatePolicyName("prefill_policy", c.prefillPolicy());
         validatePolicyName("decode_policy", c.decodePolicy());
-        String kv = c.kvConnector().toLowerCase(Locale.ROOT);
-        if (!kv.equals("nixl") && !kv.equals("mooncake")) {
-            throw new ConfigException("Configuration error: Invalid kv_connector '" + c.kvConnector()
-                    + "': expected 'nixl' or 'mooncake'");
+        if (!KV_CONNECTORS.contains(c.kvConnector().toLowerCase(Locale.ROOT))) {
+            throw new ConfigException("Configuration error: Invalid kv_connector '" + c.kvConnector() + "': expected "
+                    + KV_CONNECTORS.stream().map(k -> "'" + k + "'").collect(Collectors.joining(" or ")));
         }
         validateRanges(c);
 

@@ -2,7 +2,11 @@ package org.vllmrouter.core.config;
 
 import java.util.List;
 
-/** The policy names accepted by {@code policy}, {@code prefill_policy} and {@code decode_policy}. */
+/**
+ * The policy names accepted by {@code policy}, {@code prefill_policy} and {@code decode_policy}: the choices of
+ * the {@code --policy} flag, from the config contract. The constants name the policies the engine's code refers
+ * to; a test checks each against the contract.
+ */
 public final class PolicyNames {
     public static final String RANDOM = "random";
     public static final String ROUND_ROBIN = "round_robin";
@@ -12,8 +16,8 @@ public final class PolicyNames {
     public static final String STICKY_LEAST_LOADED = "sticky_least_loaded";
     public static final String RENDEZVOUS_HASH = "rendezvous_hash";
 
-    public static final List<String> ALL = List.of(
-            RANDOM, ROUND_ROBIN, CACHE_AWARE, POWER_OF_TWO, CONSISTENT_HASH, STICKY_LEAST_LOADED, RENDEZVOUS_HASH);
+    /** Every accepted name, in the order the flag lists them. */
+    public static final List<String> ALL = ConfigContract.get().field("policy").choices();
 
     private PolicyNames() {
     }

@@ -17,6 +17,7 @@ import com.fasterxml.jackson.databind.cfg.CoercionInputShape;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.databind.type.LogicalType;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
@@ -89,19 +90,16 @@ public record RouterConfig(
         @JsonSetter(nulls = Nulls.AS_EMPTY) List<String> apiKeyValidationUrls,
         String adminApiKey) {
 
-    /** Prometheus port used when {@code prometheus_port} is null (upstream always starts Prometheus). */
-    public static final int DEFAULT_PROMETHEUS_PORT = 29000;
-    /** Prometheus host used when {@code prometheus_host} is null. */
-    public static final String DEFAULT_PROMETHEUS_HOST = "127.0.0.1";
-
-    private static final RouterConfig DEFAULTS = new RouterConfig(
-            List.of(), "127.0.0.1", 30000, false, false, false, List.of(), List.of(),
-            PolicyNames.CACHE_AWARE, null, null, 600, 30, 0.3, 64, 1.5, 120, 67108864L, 536870912L, 1,
-            false, null, null, null, false, Map.of(), 80, null, Map.of(), Map.of(), "vllm.ai/bootstrap-port",
-            "nixl", null, null, null, 1800, 32768, 100, 60, null, List.of(), 5, 50, 30000, 1.5, 0.2, false,
-            3, 2, 5, 60, "/health", 10, 3, 60, 120, false, null, null, List.of(), null);
+    /** Prometheus port used when {@code prometheus_port} is null: the flag's default (upstream always starts it). */
+    public static final int DEFAULT_PROMETHEUS_PORT =
+            ConfigContract.get().field("prometheus_port").flagDefault().intValue();
+    /** Prometheus host used when {@code prometheus_host} is null: the flag's default. */
+    public static final String DEFAULT_PROMETHEUS_HOST =
+            ConfigContract.get().field("prometheus_host").flagDefault().textValue();
 
     private static final ObjectMapper MAPPER = strictMapper();
+
+    private static final RouterConfig DEFAULTS = readDefaults();
 
     public RouterConfig {
         workerUrls = unmodifiable(workerUrls);
@@ -115,7 +113,7 @@ public record RouterConfig(
         decodeSelector = unmodifiable(decodeSelector);
     }
 
-    /** The RouterArgs dataclass defaults. */
+    /** The RouterArgs dataclass defaults, from the config contract. */
     public static RouterConfig defaults() {
         return DEFAULTS;
     }
@@ -187,6 +185,34 @@ public record RouterConfig(
     @JsonIgnore
     public int effectiveRetryMaxRetries() {
         return disableRetries ? 1 : retryMaxRetries;
+    }
+
+    /**
+     * The defaults, by field name. A record component the contract lacked would silently take Java's zero value,
+     * and a contract field the record lacked could never be set: such a build does not start.
+     */
+    private static RouterConfig readDefaults() {
+        ConfigContract contract = ConfigContract.get();
+        List<String> contractNames = contract.fields().stream().map(ConfigContract.Field::name).toList();
+        if (!contractNames.equals(jsonFieldNames())) {
+            throw new IllegalStateException("RouterConfig's fields " + jsonFieldNames() + " are not those of "
+                    + ConfigContract.RESOURCE + " " + contractNames);
+        }
+        try {
+            return MAPPER.treeToValue(contract.defaults(), RouterConfig.class);
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException("A default in " + ConfigContract.RESOURCE + " does not fit RouterConfig: "
+                    + e.getOriginalMessage(), e);
+        }
+    }
+
+    /** The JSON names of the record's components, in declaration order. */
+    static List<String> jsonFieldNames() {
+        PropertyNamingStrategies.NamingBase snakeCase =
+                (PropertyNamingStrategies.NamingBase) PropertyNamingStrategies.SNAKE_CASE;
+        return Arrays.stream(RouterConfig.class.getRecordComponents())
+                .map(c -> snakeCase.translate(c.getName()))
+                .toList();
     }
 
     private static String typeError(String field, JsonNode given, String detail) {

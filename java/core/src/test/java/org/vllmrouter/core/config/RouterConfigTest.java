@@ -15,22 +15,6 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 class RouterConfigTest {
-    /** The canonical field order of /work/contract.md. */
-    private static final List<String> FIELDS = List.of("worker_urls", "host", "port", "mini_lb", "pd_disaggregation",
-            "vllm_pd_disaggregation", "prefill_urls", "decode_urls", "policy", "prefill_policy", "decode_policy",
-            "worker_startup_timeout_secs", "worker_startup_check_interval", "cache_threshold", "balance_abs_threshold",
-            "balance_rel_threshold", "eviction_interval_secs", "max_tree_size", "max_payload_size",
-            "intra_node_data_parallel_size", "enable_igw", "api_key", "log_dir", "log_level", "service_discovery",
-            "selector", "service_discovery_port", "service_discovery_namespace", "prefill_selector", "decode_selector",
-            "bootstrap_port_annotation", "kv_connector", "prometheus_port", "prometheus_host", "request_id_headers",
-            "request_timeout_secs", "max_concurrent_requests", "queue_size", "queue_timeout_secs",
-            "rate_limit_tokens_per_second", "cors_allowed_origins", "retry_max_retries", "retry_initial_backoff_ms",
-            "retry_max_backoff_ms", "retry_backoff_multiplier", "retry_jitter_factor", "disable_retries",
-            "health_failure_threshold", "health_success_threshold", "health_check_timeout_secs",
-            "health_check_interval_secs", "health_check_endpoint", "cb_failure_threshold", "cb_success_threshold",
-            "cb_timeout_duration_secs", "cb_window_duration_secs", "disable_circuit_breaker", "model_path",
-            "tokenizer_path", "api_key_validation_urls", "admin_api_key");
-
     @Test
     void emptyObjectGivesTheDataclassDefaults() throws Exception {
         RouterConfig c = RouterConfig.fromJson("{}");
@@ -59,7 +43,7 @@ class RouterConfigTest {
         JsonNode tree = new ObjectMapper().readTree(c.toJson());
         List<String> names = new ArrayList<>();
         tree.fieldNames().forEachRemaining(names::add);
-        assertEquals(FIELDS, names);
+        assertEquals(ConfigContract.get().fields().stream().map(ConfigContract.Field::name).toList(), names);
         assertEquals("[[\"http://p:1\",8998],[\"http://p:2\",null]]", tree.get("prefill_urls").toString());
         assertEquals(1.0, c.cacheThreshold());
         assertEquals(c, RouterConfig.fromJson(c.toJson()));

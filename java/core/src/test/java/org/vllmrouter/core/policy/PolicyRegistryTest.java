@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.vllmrouter.core.config.PolicyNames;
 import org.vllmrouter.core.config.RouterConfig;
@@ -115,6 +116,18 @@ class PolicyRegistryTest {
                 reg.finishSession("traj-" + i);
             }
             assertEquals(0, reg.sessionStats().activeSessions());
+        }
+    }
+
+    @Test
+    void everyContractPolicyHasAnImplementationAndEveryImplementationAContractName() {
+        assertEquals(Set.copyOf(PolicyNames.ALL), Policies.implemented());
+        for (String name : Policies.implemented()) {
+            LoadBalancingPolicy policy = Policies.create(name, RouterConfig.defaults());
+            assertEquals(name, policy.name());
+            if (policy instanceof CacheAwarePolicy cacheAware) {
+                cacheAware.close();
+            }
         }
     }
 
