@@ -18,8 +18,6 @@ final class ConfigValidator {
     /** Compared case-insensitively: upstream lower-cases the value before matching. */
     private static final List<String> KV_CONNECTORS = ConfigContract.get().field("kv_connector").choices();
 
-    private enum Mode { REGULAR, PD, VLLM_PD }
-
     private ConfigValidator() {
     }
 
@@ -33,10 +31,8 @@ final class ConfigValidator {
         }
         validateRanges(c);
 
-        Mode mode = c.enableIgw() ? Mode.REGULAR
-                : c.vllmPdDisaggregation() ? Mode.VLLM_PD
-                : c.pdDisaggregation() ? Mode.PD
-                : Mode.REGULAR;
+        // Upstream validates an inference-gateway configuration as regular mode, whatever the PD flags say.
+        PdMode mode = c.enableIgw() ? PdMode.NONE : c.pdMode();
         boolean discovery = c.serviceDiscovery();
         List<String> regularUrls = c.enableIgw() || discovery ? List.of() : c.workerUrls();
         List<String> prefillUrls = new ArrayList<>();
@@ -101,13 +97,13 @@ final class ConfigValidator {
         }
     }
 
-    private static void validateMode(RouterConfig c, Mode mode, boolean discovery, List<String> regularUrls,
+    private static void validateMode(RouterConfig c, PdMode mode, boolean discovery, List<String> regularUrls,
                                       List<String> prefillUrls) throws ConfigException {
-        if (mode == Mode.REGULAR) {
+        if (mode == PdMode.NONE) {
             validateUrls(regularUrls);
             return;
         }
-        String label = mode == Mode.VLLM_PD ? "vLLM PD mode" : "PD mode";
+        String label = pdLabel(mode);
         if (!discovery) {
             if (prefillUrls.isEmpty()) {
                 throw failed(label + " requires at least one prefill worker URL");
@@ -164,26 +160,26 @@ final class ConfigValidator {
         }
     }
 
-    private static void validateDiscovery(RouterConfig c, Mode mode) throws ConfigException {
+    private static void validateDiscovery(RouterConfig c, PdMode mode) throws ConfigException {
         if (c.serviceDiscoveryPort() == 0) {
             throw invalid("discovery.port", 0, "Port must be > 0");
         }
         switch (mode) {
-            case REGULAR -> {
+            case NONE -> {
                 if (c.selector().isEmpty()) {
                     throw failed("Regular mode with service discovery requires a non-empty selector");
                 }
             }
-            case PD, VLLM_PD -> {
+            case SGLANG_BOOTSTRAP, VLLM -> {
                 if (c.prefillSelector().isEmpty() && c.decodeSelector().isEmpty()) {
-                    throw failed((mode == Mode.VLLM_PD ? "vLLM PD mode" : "PD mode")
+                    throw failed(pdLabel(mode)
                             + " with service discovery requires at least one non-empty selector (prefill or decode)");
                 }
             }
         }
     }
 
-    private static void validateCompatibility(RouterConfig c, Mode mode, boolean discovery, List<String> regularUrls,
+    private static void validateCompatibility(RouterConfig c, PdMode mode, boolean discovery, List<String> regularUrls,
                                               List<String> prefillUrls) throws ConfigException {
         if (c.enableIgw()) {
             return;
@@ -195,11 +191,11 @@ final class ConfigValidator {
         if (discovery) {
             return;
         }
-        int workerCount = mode == Mode.REGULAR ? regularUrls.size() : prefillUrls.size() + c.decodeUrls().size();
+        int workerCount = mode == PdMode.NONE ? regularUrls.size() : prefillUrls.size() + c.decodeUrls().size();
         if (c.policy().equals(PolicyNames.POWER_OF_TWO) && workerCount < 2) {
             throw incompatible("Power-of-two policy requires at least 2 workers");
         }
-        if (mode != Mode.REGULAR) {
+        if (mode != PdMode.NONE) {
             if (PolicyNames.POWER_OF_TWO.equals(c.prefillPolicy()) && prefillUrls.size() < 2) {
                 throw incompatible("Power-of-two policy for prefill requires at least 2 prefill workers");
             }
@@ -207,6 +203,10 @@ final class ConfigValidator {
                 throw incompatible("Power-of-two policy for decode requires at least 2 decode workers");
             }
         }
+    }
+
+    private static String pdLabel(PdMode mode) {
+        return mode == PdMode.VLLM ? "vLLM PD mode" : "PD mode";
     }
 
     private static void validateRetry(RouterConfig c) throws ConfigException {

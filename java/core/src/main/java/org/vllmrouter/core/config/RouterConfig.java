@@ -165,10 +165,16 @@ public record RouterConfig(
         ConfigValidator.validate(this);
     }
 
+    /** The prefill/decode disaggregation flavour; {@code vllm_pd_disaggregation} wins when both are set. */
+    @JsonIgnore
+    public PdMode pdMode() {
+        return vllmPdDisaggregation ? PdMode.VLLM : pdDisaggregation ? PdMode.SGLANG_BOOTSTRAP : PdMode.NONE;
+    }
+
     /** Prefill/decode disaggregation (either flavour). */
     @JsonIgnore
     public boolean isPdMode() {
-        return pdDisaggregation || vllmPdDisaggregation;
+        return pdMode() != PdMode.NONE;
     }
 
     @JsonIgnore

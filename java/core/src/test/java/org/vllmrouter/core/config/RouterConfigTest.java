@@ -50,6 +50,20 @@ class RouterConfigTest {
         assertEquals(RouterConfig.defaults().toJson(), RouterConfig.fromJson("{}").toJson());
     }
 
+    @ParameterizedTest
+    @CsvSource({
+            "false, false, NONE",
+            "true,  false, SGLANG_BOOTSTRAP",
+            "false, true,  VLLM",
+            "true,  true,  VLLM",
+    })
+    void pdModeComesFromTheTwoFlags(boolean pd, boolean vllmPd, PdMode expected) throws Exception {
+        RouterConfig c = RouterConfig.fromJson(
+                "{\"pd_disaggregation\": " + pd + ", \"vllm_pd_disaggregation\": " + vllmPd + "}");
+        assertEquals(expected, c.pdMode());
+        assertEquals(expected != PdMode.NONE, c.isPdMode());
+    }
+
     @Test
     void unknownFieldIsNamed() {
         ConfigException e = assertThrows(ConfigException.class, () -> RouterConfig.fromJson("{\"port\": 1, \"foo\": 2}"));
