@@ -200,9 +200,12 @@ public record RouterConfig(
     private static RouterConfig readDefaults() {
         ConfigContract contract = ConfigContract.get();
         List<String> contractNames = contract.fields().stream().map(ConfigContract.Field::name).toList();
-        if (!contractNames.equals(jsonFieldNames())) {
-            throw new IllegalStateException("RouterConfig's fields " + jsonFieldNames() + " are not those of "
-                    + ConfigContract.RESOURCE + " " + contractNames);
+        List<String> recordNames = jsonFieldNames();
+        if (!contractNames.equals(recordNames)) {
+            throw new IllegalStateException("RouterConfig does not match " + ConfigContract.RESOURCE
+                    + ": only in RouterConfig " + without(recordNames, contractNames)
+                    + ", only in the contract " + without(contractNames, recordNames)
+                    + "; field order: RouterConfig " + recordNames + ", contract " + contractNames);
         }
         try {
             return MAPPER.treeToValue(contract.defaults(), RouterConfig.class);
@@ -210,6 +213,10 @@ public record RouterConfig(
             throw new IllegalStateException("A default in " + ConfigContract.RESOURCE + " does not fit RouterConfig: "
                     + e.getOriginalMessage(), e);
         }
+    }
+
+    private static List<String> without(List<String> names, List<String> removed) {
+        return names.stream().filter(n -> !removed.contains(n)).toList();
     }
 
     /** The JSON names of the record's components, in declaration order. */
