@@ -8,8 +8,8 @@ from it (see docs/architecture.md, 'The config contract'). Nothing imports this 
 The contract, as JSON:
   fields         every RouterArgs field in dataclass order (the canonical JSON order): name,
                  JSON type, nullable, default; `flag_default` when the command line's default
-                 differs (what the engine uses for a null), `choices` when the flag takes one of
-                 a fixed set (the policy names among them)
+                 differs (the engine falls back to it for a null Prometheus port and host),
+                 `choices` when the flag takes one of a fixed set (the policy names among them)
   defaults_json  the exact text `router_args_to_config_json(RouterArgs())` sends; the engine's
                  canonical JSON of its defaults must equal it byte for byte
 """
