@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from helpers import wait_until
 from vllm_router.bridge import EngineConfigError, EngineStartupError
 from vllm_router.bridge.process import start_engine
 
@@ -52,8 +53,15 @@ sys.stdin.read()  # lifeline
     assert (engine.port, engine.metrics_port, engine.url) == (4321, 4322, "http://127.0.0.1:4321")
     engine._close_lifeline()
     assert engine.wait(5) == 0
-    out = capfd.readouterr().out
-    assert "some library chatter" in out and "after ready" in out
+    # The bridge's reader thread may still be passing the last line through after the exit.
+    out = []
+
+    def passed_through() -> bool:
+        out.append(capfd.readouterr().out)
+        return "after ready" in "".join(out)
+
+    assert wait_until(passed_through, 5), "".join(out)
+    assert "some library chatter" in "".join(out)
 
 
 def test_config_gets_the_json_line_and_lifeline_eof_stops(scripted_engine):
