@@ -35,7 +35,7 @@ def scripted_engine(tmp_path, monkeypatch):
         jar.write_bytes(b"")
         monkeypatch.setenv("VLLM_ROUTER_JAVA", str(java))
         monkeypatch.setenv("VLLM_ROUTER_ENGINE_JAR", str(jar))
-        monkeypatch.setenv("VLLM_ROUTER_AOT_CACHE", "0")
+        monkeypatch.setenv("VLLM_ROUTER_STARTUP_CACHE", "off")
         monkeypatch.delenv("VLLM_ROUTER_JVM_OPTS", raising=False)
 
     return install

@@ -10,7 +10,7 @@ without it; `make` builds the cache right after installing the package.
 The cache is keyed by the Java runtime, the jar (path, size, mtime) and the JVM options, lives
 in the user's cache directory (one file per runtime and jar location), and is written under a
 temporary name then renamed, so a JVM never sees a partial file. A cache the JVM cannot use is
-ignored by the JVM.
+ignored by the JVM. `VLLM_ROUTER_STARTUP_CACHE=off` turns it off.
 """
 
 import argparse
@@ -29,6 +29,7 @@ from .engine_command import (
     engine_jar,
     jvm_options as base_jvm_options,
     read_event,
+    startup_cache_enabled,
 )
 from .java_runtime import JavaRuntime, find_java, inspect_java
 
@@ -42,7 +43,7 @@ TRAINING_READY_TIMEOUT_SECS = 120
 def cache_path(java: JavaRuntime, jar: Path, base_options: List[str]) -> Optional[Path]:
     """Where the cache for this runtime, jar and JVM options lives (the JVM refuses a cache
     made with other options); None when caching does not apply."""
-    if java.major_version < MIN_JAVA_MAJOR_FOR_AOT_CACHE or os.environ.get("VLLM_ROUTER_AOT_CACHE", "1") == "0":
+    if java.major_version < MIN_JAVA_MAJOR_FOR_AOT_CACHE or not startup_cache_enabled():
         return None
     stat = jar.stat()
     # One slot per (runtime, jar location); a rebuilt jar or new options replace the slot's cache.

@@ -15,6 +15,7 @@ JVM may print other lines first, such as AOT progress). `{"event":"error","kind"
 import json
 import os
 import shlex
+import sys
 from pathlib import Path
 from typing import IO, Callable, List, Optional, Sequence
 
@@ -26,6 +27,11 @@ ENGINE_JAR_NAME = "vllm-router-engine.jar"
 
 ENGINE_JAR_ENV = "VLLM_ROUTER_ENGINE_JAR"
 JVM_OPTS_ENV = "VLLM_ROUTER_JVM_OPTS"
+# `off` (or `0`) turns the start-up caches off; the `vllm-router` script reads the same name.
+STARTUP_CACHE_ENV = "VLLM_ROUTER_STARTUP_CACHE"
+DEPRECATED_STARTUP_CACHE_ENV = "VLLM_ROUTER_AOT_CACHE"
+
+_warned_deprecated: set = set()
 
 
 def engine_jar() -> Path:
@@ -60,6 +66,26 @@ def engine_command(java: JavaRuntime, jar: Path, arguments: Sequence[str],
     """The command line that runs `main_class <arguments>` from the engine jar."""
     return [java.executable, *jvm_options(), *extra_jvm_options, "-cp", str(jar), main_class,
             *arguments]
+
+
+def startup_cache_enabled() -> bool:
+    """False when $VLLM_ROUTER_STARTUP_CACHE (or its deprecated name) is `off` or `0`."""
+    value = setting(STARTUP_CACHE_ENV, DEPRECATED_STARTUP_CACHE_ENV)
+    return value not in ("off", "0")
+
+
+def setting(name: str, deprecated_name: str) -> Optional[str]:
+    """$name, else $deprecated_name, which still works for one release: its first use in a
+    process writes one deprecation line to stderr."""
+    value = os.environ.get(name)
+    if value is not None:
+        return value
+    value = os.environ.get(deprecated_name)
+    if value is not None and deprecated_name not in _warned_deprecated:
+        _warned_deprecated.add(deprecated_name)
+        print(f"vllm_router: {deprecated_name} is deprecated and will be removed in the next "
+              f"release; use {name}", file=sys.stderr)
+    return value
 
 
 def parse_event(raw: bytes) -> Optional[dict]:
