@@ -5,7 +5,8 @@ process bridge (`serve --config -`), the class-cache builder (a training run of 
 demo (mock workers). See docs/architecture.md, "The process bridge".
 
 The command: `java <JVM options> -cp <engine jar> <main class> <arguments>`, where the JVM
-options are ours (start-up time, footprint), then any the caller adds, then `$VLLM_ROUTER_JVM_OPTS`.
+options are ours (start-up time, footprint), then `$VLLM_ROUTER_JVM_OPTS` (so a user's flag wins
+over ours), then any the caller adds (the class cache's).
 
 The answer: the first stdout line that is a JSON object whose `event` is `ready` or `error` (a
 JVM may print other lines first, such as AOT progress). `{"event":"error","kind":"config",
