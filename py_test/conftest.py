@@ -13,7 +13,7 @@ MOCK_WORKER_COUNT = 4
 @pytest.fixture(scope="session")
 def engine_jar():
     """The engine jar the installed package ships. Missing => the test fails, with the reason."""
-    from vllm_router.bridge.process import engine_jar as locate
+    from vllm_router.bridge.engine_command import engine_jar as locate
 
     try:
         return locate()

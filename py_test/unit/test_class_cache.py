@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from vllm_router.bridge import class_cache
+from vllm_router.bridge import class_cache, engine_command
 from vllm_router.bridge.java_runtime import JavaRuntime
 
 JAVA25 = JavaRuntime("/opt/java25/bin/java", 25, "test")
@@ -14,7 +14,9 @@ OPTIONS = ["-XX:+UseSerialGC"]
 @pytest.fixture
 def jar(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("VLLM_ROUTER_STARTUP_CACHE", raising=False)
     monkeypatch.delenv("VLLM_ROUTER_AOT_CACHE", raising=False)
+    monkeypatch.setattr(engine_command, "_warned_deprecated", set())
     path = tmp_path / "engine.jar"
     path.write_bytes(b"v1")
     return path
@@ -28,10 +30,32 @@ def builders(monkeypatch):
     return launched
 
 
-def test_not_used_before_java_25_or_when_disabled(jar, monkeypatch):
+def test_not_used_before_java_25(jar):
     assert class_cache.cache_path(JavaRuntime("/j/bin/java", 21, "test"), jar, OPTIONS) is None
+    assert class_cache.cache_path(JAVA25, jar, OPTIONS) is not None
+
+
+@pytest.mark.parametrize("value", ["off", "0"])
+def test_startup_cache_switch_turns_it_off(jar, monkeypatch, capsys, value):
+    monkeypatch.setenv("VLLM_ROUTER_STARTUP_CACHE", value)
+    assert class_cache.cache_path(JAVA25, jar, OPTIONS) is None
+    assert capsys.readouterr().err == ""
+
+
+def test_deprecated_switch_still_works_with_one_warning_line(jar, monkeypatch, capsys):
     monkeypatch.setenv("VLLM_ROUTER_AOT_CACHE", "0")
     assert class_cache.cache_path(JAVA25, jar, OPTIONS) is None
+    assert class_cache.cache_path(JAVA25, jar, OPTIONS) is None
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert "VLLM_ROUTER_AOT_CACHE is deprecated" in err and "use VLLM_ROUTER_STARTUP_CACHE" in err
+
+
+def test_new_switch_name_wins_over_the_deprecated_one(jar, monkeypatch, capsys):
+    monkeypatch.setenv("VLLM_ROUTER_AOT_CACHE", "0")
+    monkeypatch.setenv("VLLM_ROUTER_STARTUP_CACHE", "on")
+    assert class_cache.cache_path(JAVA25, jar, OPTIONS) is not None
+    assert capsys.readouterr().err == ""
 
 
 def test_same_location_same_slot_new_version_on_change(jar):

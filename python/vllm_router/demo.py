@@ -18,8 +18,8 @@ import threading
 import time
 from typing import List, Optional
 
+from .bridge.engine_command import engine_command, engine_jar, read_event
 from .bridge.java_runtime import find_java
-from .bridge.process import engine_command, engine_jar
 from .router import Router
 from .router_args import RouterArgs
 
@@ -46,14 +46,11 @@ class MockWorkers:
         command = engine_command(find_java(), engine_jar(),
                                  ["mock-worker", "--count", str(count), "--lifeline", *knob_args])
         self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        line = self._process.stdout.readline()
-        try:
-            ready = json.loads(line)
-        except ValueError:
-            ready = {}
-        if ready.get("event") != "ready":
+        ready = read_event(self._process.stdout)
+        if ready is None or ready["event"] != "ready":
             self.close()
-            raise RuntimeError(f"mock workers did not start: {line.decode(errors='replace').strip()}")
+            reason = ready.get("message") if ready else "no ready line before the process ended"
+            raise RuntimeError(f"mock workers did not start: {reason}")
         self.urls: List[str] = ready["urls"]
         # Keep draining stdout so the workers never block on a full pipe.
         threading.Thread(target=self._process.stdout.read, daemon=True).start()

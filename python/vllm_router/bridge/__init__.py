@@ -3,7 +3,8 @@
 Two bridges share one shape, so `vllm_router.router` does not care which one runs:
 
 * `process` (CPython): the engine in a child JVM, configured over stdin, which also serves as
-  the lifeline.
+  the lifeline. `engine_command` builds that JVM's command line and reads its ready line;
+  `class_cache` makes the JVM start faster; `java_runtime` finds the Java that runs it.
 * `graal` (GraalPy): the engine in the same JVM, owned by the launcher module.
 
 Each bridge module provides `start_engine(config_json: str, startup_timeout: Optional[float])`
@@ -23,17 +24,6 @@ class EngineConfigError(ValueError):
 
 class EngineStartupError(RuntimeError):
     """The engine could not start (no Java, cannot bind, died early, ...)."""
-
-
-# Engine error messages that mean "your configuration is wrong" (upstream's ValueError cases).
-CONFIG_ERROR_PREFIXES = ("Configuration error", "Configuration validation failed")
-
-
-def startup_error(message: str) -> Exception:
-    """The exception a caller sees for the engine's `{"event":"error"}` message."""
-    if message.startswith(CONFIG_ERROR_PREFIXES):
-        return EngineConfigError(message)
-    return EngineStartupError(message)
 
 
 def client_url(bind_host: str, port: int) -> str:

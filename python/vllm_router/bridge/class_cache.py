@@ -8,8 +8,9 @@ cache starts a detached builder (`python -m vllm_router.bridge.class_cache`) and
 without it; `make` builds the cache right after installing the package.
 
 The cache is keyed by the Java runtime, the jar (path, size, mtime) and the JVM options, lives
-in the user's cache directory (one file per runtime and jar location), and is written under a temporary name then renamed, so a JVM never sees a
-partial file. A cache the JVM cannot use is ignored by the JVM.
+in the user's cache directory (one file per runtime and jar location), and is written under a
+temporary name then renamed, so a JVM never sees a partial file. A cache the JVM cannot use is
+ignored by the JVM. `VLLM_ROUTER_STARTUP_CACHE=off` turns it off.
 """
 
 import argparse
@@ -18,11 +19,18 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
-import urllib.request
 from pathlib import Path
 from typing import List, Optional
 
+from .engine_command import (
+    engine_command,
+    engine_jar,
+    jvm_options as base_jvm_options,
+    read_event,
+    startup_cache_enabled,
+)
 from .java_runtime import JavaRuntime, find_java, inspect_java
 
 MIN_JAVA_MAJOR_FOR_AOT_CACHE = 25
@@ -35,7 +43,7 @@ TRAINING_READY_TIMEOUT_SECS = 120
 def cache_path(java: JavaRuntime, jar: Path, base_options: List[str]) -> Optional[Path]:
     """Where the cache for this runtime, jar and JVM options lives (the JVM refuses a cache
     made with other options); None when caching does not apply."""
-    if java.major_version < MIN_JAVA_MAJOR_FOR_AOT_CACHE or os.environ.get("VLLM_ROUTER_AOT_CACHE", "1") == "0":
+    if java.major_version < MIN_JAVA_MAJOR_FOR_AOT_CACHE or not startup_cache_enabled():
         return None
     stat = jar.stat()
     # One slot per (runtime, jar location); a rebuilt jar or new options replace the slot's cache.
@@ -78,9 +86,7 @@ def start_background_build(java: JavaRuntime, jar: Path, path: Path) -> None:
 
 def build(java: JavaRuntime, jar: Path) -> Optional[Path]:
     """Make the cache with a training run of `serve`; the cache path, or None if not applicable."""
-    from .process import jvm_options as base_jvm_options  # process imports this module
-
-    path = cache_path(java, jar, base_jvm_options(java, jar, class_cache=False))
+    path = cache_path(java, jar, base_jvm_options())
     if path is None:
         return None
     if path.is_file():
@@ -110,28 +116,24 @@ def build(java: JavaRuntime, jar: Path) -> Optional[Path]:
 
 def _training_run(java: JavaRuntime, jar: Path, output: Path) -> None:
     """Run `serve` once with -XX:AOTCacheOutput: start, answer a few requests, exit normally."""
-    from .process import engine_command
+    # Imported here: the router's own start-up imports this module and never needs it.
+    import urllib.request
 
-    command = engine_command(java, jar, ["serve", "--config", "-"])
-    command[1:1] = [f"-XX:AOTCacheOutput={output}", *QUIET_AOT_LOGGING]
+    command = engine_command(java, jar, ["serve", "--config", "-"],
+                             [f"-XX:AOTCacheOutput={output}", *QUIET_AOT_LOGGING])
     engine = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL)
     config = {"host": "127.0.0.1", "port": 0, "prometheus_port": 0, "policy": "sticky_least_loaded"}
     engine.stdin.write(json.dumps(config).encode() + b"\n")
     engine.stdin.flush()
-    deadline = time.monotonic() + TRAINING_READY_TIMEOUT_SECS
-    ready = None
-    for line in engine.stdout:  # the JVM also prints AOT progress lines on stdout
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(event, dict) and event.get("event") in ("ready", "error"):
-            ready = event
-            break
-        if time.monotonic() > deadline:
-            break
-    if ready and ready.get("event") == "ready":
+    # A JVM that neither gets ready nor fails is stopped; it then writes no cache.
+    watchdog = threading.Timer(TRAINING_READY_TIMEOUT_SECS, engine.kill)
+    watchdog.start()
+    try:
+        ready = read_event(engine.stdout)  # the JVM also prints AOT progress lines on stdout
+    finally:
+        watchdog.cancel()
+    if ready and ready["event"] == "ready":
         base = f"http://127.0.0.1:{ready['port']}"
         for route in ("/health", "/sessions", "/list_workers"):
             try:
@@ -165,8 +167,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--java", help="java executable (default: the one the router would use)")
     parser.add_argument("--jar", help="engine jar (default: the one the package ships)")
     options = parser.parse_args(argv)
-    from .process import engine_jar
-
     if options.java:
         major, problem = inspect_java(options.java)
         if problem:

@@ -1,32 +1,31 @@
 """CPython bridge: the engine runs in a child JVM.
 
-Protocol (see ARCHITECTURE.md, "Process bridge protocol"):
+Protocol (see docs/architecture.md, "The process bridge"):
 1. `java <jvm options> -cp <engine jar> org.vllmrouter.host.Main serve --config -`
+   (`engine_command`).
 2. The config JSON and a newline go to the child's stdin, which then stays open: it is the
    lifeline. EOF (this process died, even by SIGKILL) makes the engine drain and exit.
 3. The child prints exactly one JSON line on stdout: `{"event":"ready","url":...,"port":...,
-   "metrics_port":...}` or `{"event":"error","message":...}` followed by a non-zero exit.
+   "metrics_port":...}` or `{"event":"error","kind":...,"message":...}` followed by a non-zero
+   exit (read by `engine_command.read_event`).
 4. Logs go to stderr, which the child inherits, so a caller that redirected fd 2 captures them.
 """
 
 import json
 import os
 import queue
-import shlex
 import signal
 import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
-from typing import List, Optional
+from typing import Optional
 
-from . import EngineStartupError, client_url, startup_error
-from .class_cache import jvm_options as class_cache_options
-from .java_runtime import JavaRuntime, find_java
+from . import EngineStartupError, class_cache, client_url
+from .engine_command import engine_command, engine_jar, error_of, jvm_options, read_event
+from .java_runtime import find_java
 
-ENGINE_MAIN_CLASS = "org.vllmrouter.host.Main"
-ENGINE_JAR_NAME = "vllm-router-engine.jar"
+SERVE_FROM_STDIN = ["serve", "--config", "-"]
 # How often the wait for the ready line checks that the child is still alive.
 CHILD_POLL_INTERVAL_SECS = 0.02
 # Extra time for a graceful drain beyond what the engine bounds itself to.
@@ -69,45 +68,6 @@ def _hold_lifeline(fd: int) -> None:
 def _drop_lifeline(fd: int) -> None:
     with _lifeline_fds_lock:
         _lifeline_fds.discard(fd)
-
-
-def engine_jar() -> Path:
-    """The engine jar: $VLLM_ROUTER_ENGINE_JAR, else the copy shipped inside this package."""
-    override = os.environ.get("VLLM_ROUTER_ENGINE_JAR")
-    jar = Path(override) if override else Path(__file__).resolve().parent.parent / "_engine" / ENGINE_JAR_NAME
-    if not jar.is_file():
-        raise EngineStartupError(
-            f"Router engine jar not found at {jar}. Install the package from a build that "
-            "includes it (`make demo` or `make test` in the source tree copies "
-            "java/host/target/vllm-router-engine.jar into python/vllm_router/_engine/), "
-            "or set VLLM_ROUTER_ENGINE_JAR."
-        )
-    return jar
-
-
-def engine_command(java: JavaRuntime, jar: Path, arguments: List[str],
-                   class_cache: bool = False, main_class: str = ENGINE_MAIN_CLASS) -> List[str]:
-    """The command line that runs `main_class <arguments>` from the engine jar.
-
-    `class_cache` adds the AOT class cache, which is trained on `serve`: only `serve` uses it.
-    """
-    return [java.executable, *jvm_options(java, jar, class_cache), "-cp", str(jar),
-            main_class, *arguments]
-
-
-def jvm_options(java: JavaRuntime, jar: Path, class_cache: bool) -> List[str]:
-    """JVM flags chosen for start-up time and a small footprint, plus $VLLM_ROUTER_JVM_OPTS."""
-    options = [
-        # The router keeps little heap; the serial collector starts fastest and needs no threads.
-        "-XX:+UseSerialGC",
-        # Netty loads its native transport through System.loadLibrary; allow it without the
-        # JVM's four-line warning on every start.
-        "--enable-native-access=ALL-UNNAMED",
-    ]
-    options += shlex.split(os.environ.get("VLLM_ROUTER_JVM_OPTS", ""))
-    if class_cache:
-        options += class_cache_options(java, jar, options)
-    return options
 
 
 class EngineProcess:
@@ -196,7 +156,8 @@ def start_engine(config_json: str, startup_timeout: Optional[float] = None) -> E
     config = json.loads(config_json)
     java = find_java()
     jar = engine_jar()
-    command = engine_command(java, jar, ["serve", "--config", "-"], class_cache=True)
+    cache_options = class_cache.jvm_options(java, jar, jvm_options())
+    command = engine_command(java, jar, SERVE_FROM_STDIN, cache_options)
     try:
         process = subprocess.Popen(
             command,
@@ -229,31 +190,21 @@ def start_engine(config_json: str, startup_timeout: Optional[float] = None) -> E
 
 
 def _read_engine_stdout(stdout, events: "queue.Queue[dict]") -> None:
-    """Deliver the first protocol line; pass any other stdout output through to ours."""
-    delivered = False
+    """Deliver the protocol line; pass any other stdout output through to ours."""
+    event = read_event(stdout, echo=_echo)
+    if event is not None:
+        events.put(event)
     for raw in stdout:
-        if not delivered:
-            event = _protocol_event(raw)
-            if event is not None:
-                events.put(event)
-                delivered = True
-                continue
-        try:
-            sys.stdout.write(raw.decode("utf-8", errors="replace"))
-            sys.stdout.flush()
-        except (OSError, ValueError):
-            pass  # our stdout is gone; keep draining so the child never blocks on a full pipe
+        _echo(raw)
     stdout.close()
 
 
-def _protocol_event(raw: bytes) -> Optional[dict]:
+def _echo(raw: bytes) -> None:
     try:
-        event = json.loads(raw)
-    except ValueError:
-        return None
-    if isinstance(event, dict) and event.get("event") in ("ready", "error"):
-        return event
-    return None
+        sys.stdout.write(raw.decode("utf-8", errors="replace"))
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass  # our stdout is gone; keep draining so the child never blocks on a full pipe
 
 
 def _wait_for_ready_line(process: subprocess.Popen, events: "queue.Queue[dict]",
@@ -281,7 +232,7 @@ def _wait_for_ready_line(process: subprocess.Popen, events: "queue.Queue[dict]",
             else:
                 continue
         if event["event"] == "error":
-            raise startup_error(str(event.get("message", "unknown engine error")))
+            raise error_of(event)
         return event
 
 

@@ -14,7 +14,7 @@ import java.util.List;
  *
  * <p>Why a second JVM: the parse is a short interpreted GraalPy run that is fastest on a C1-only
  * JIT with a class-data archive of its own, while the engine wants the full JIT and no GraalPy in
- * its heap; and the engine's JVM can rehearse its own start-up on the other core meanwhile.
+ * its heap.
  *
  * <p>The child runs the same Java and class path as this JVM. Its JVM options come from
  * {@value #OPTIONS_ENV} (the distribution's launcher script sets it, with the archive to use), or

@@ -18,10 +18,11 @@ import picocli.CommandLine.Parameters;
  * CPython. GraalPy parses the flags with the package's own {@code router_args.py}; the engine then
  * serves in this JVM until SIGTERM/SIGINT.
  *
- * <p>Start-up is the cost that matters here, so the parse runs in a child JVM started first
- * ({@link ArgvParserProcess}) while this JVM rehearses the engine's start-up on the other core
- * ({@link EngineRehearsal}); the configuration then reaches an engine whose classes are warm.
- * A launch with flags parsed before by the same jars skips both ({@link ParsedConfigCache}).
+ * <p>Start-up is the cost that matters here, so the parse runs in a child JVM set up for a short
+ * interpreted run and started first ({@link ArgvParserProcess}); a launch with flags parsed before
+ * by the same jars skips it ({@link ParsedConfigCache}). This JVM only waits meanwhile: warming the
+ * engine with a throw-away router during the parse was measured and reached /health no sooner on
+ * two cores, where it competes with the parse for CPU.
  */
 @Command(
         name = "launch",
@@ -51,9 +52,7 @@ final class LaunchCommand implements Callable<Integer> {
         }
         ArgvParserProcess.Outcome parsed;
         try {
-            ArgvParserProcess parser = ArgvParserProcess.start(routerArgs);
-            EngineRehearsal.run();
-            parsed = parser.await();
+            parsed = ArgvParserProcess.start(routerArgs).await();
         } catch (UncheckedIOException e) {
             System.err.println("vllm-router launch: " + e.getMessage());
             return 1;

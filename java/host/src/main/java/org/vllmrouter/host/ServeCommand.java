@@ -18,7 +18,8 @@ import picocli.CommandLine.Option;
         description = {
             "Run the router engine from a RouterConfig JSON document (no Python involved).",
             "Prints one JSON line on stdout when ready: {\"event\":\"ready\",\"url\":...,\"port\":...,"
-                    + "\"metrics_port\":...} or {\"event\":\"error\",\"message\":...}."
+                    + "\"metrics_port\":...} or {\"event\":\"error\",\"kind\":...,\"message\":...},",
+            "where kind is \"config\" for a configuration the engine rejects and \"startup\" for any other failure."
         })
 final class ServeCommand implements Callable<Integer> {
 

@@ -27,8 +27,9 @@ final class LauncherProcess implements AutoCloseable {
 
     private LauncherProcess(List<String> command, Map<String, String> environment) throws IOException {
         ProcessBuilder builder = new ProcessBuilder(command);
-        // The distribution's script must find a JDK >= 21 itself, whatever JAVA_HOME says.
-        builder.environment().remove("VLLM_ROUTER_JAVA");
+        // Only the test's own settings: the distribution's script must find a JDK >= 21 itself,
+        // whatever JAVA_HOME says, and a developer's VLLM_ROUTER_JVM_OPTS must not reach the run.
+        builder.environment().keySet().removeIf(name -> name.startsWith("VLLM_ROUTER_"));
         builder.environment().putAll(environment);
         this.process = builder.start();
         this.stdout = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));

@@ -5,11 +5,19 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.List;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.vllmrouter.core.config.RouterConfig;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 
 /**
  * The launcher's commands in this JVM (exit codes as {@link Main#execute} returns them, output
@@ -94,5 +102,30 @@ class MainTest {
         Run serve = run("serve");
         assertEquals(2, serve.exitCode());
         assertTrue(serve.stderr().contains("Missing required option: '--config=FILE|-'"), serve.stderr());
+    }
+
+    @Test
+    void serveMarksARejectedConfigurationAsAConfigError(@TempDir Path dir) throws Exception {
+        Path config = Files.writeString(dir.resolve("router.json"), "{\"port\":0,\"cache_threshold\":1.5}");
+        Run serve = run("serve", "--config", config.toString());
+        assertEquals(2, serve.exitCode(), serve.stderr());
+        JsonNode error = new ObjectMapper().readTree(serve.stdout());
+        assertEquals("error", error.path("event").asText(), serve.stdout());
+        assertEquals("config", error.path("kind").asText(), serve.stdout());
+        assertTrue(error.path("message").asText().startsWith("Configuration validation failed"), serve.stdout());
+    }
+
+    @Test
+    void serveMarksAPortInUseAsAStartupError(@TempDir Path dir) throws Exception {
+        try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            Path config = Files.writeString(dir.resolve("router.json"),
+                    "{\"host\":\"127.0.0.1\",\"port\":" + taken.getLocalPort() + ",\"prometheus_port\":0}");
+            Run serve = run("serve", "--config", config.toString());
+            assertEquals(1, serve.exitCode(), serve.stderr());
+            JsonNode error = new ObjectMapper().readTree(serve.stdout());
+            assertEquals("error", error.path("event").asText(), serve.stdout());
+            assertEquals("startup", error.path("kind").asText(), serve.stdout());
+            assertTrue(error.path("message").asText().contains(Integer.toString(taken.getLocalPort())), serve.stdout());
+        }
     }
 }

@@ -15,13 +15,16 @@ import org.vllmrouter.core.config.RouterConfig;
 
 /**
  * The engine-process protocol: read the config JSON, start the router, print exactly one JSON line on stdout
- * ({@code ready} or {@code error}), then serve until stdin reaches EOF (when it is the lifeline) or the process
+ * ({@code ready}, or {@code error} whose {@code kind} is {@code config} for a configuration the engine rejects and
+ * {@code startup} for any other failure), then serve until stdin reaches EOF (when it is the lifeline) or the process
  * gets SIGTERM/SIGINT; either way stop accepting, drain in-flight requests for a bounded time, and exit 0.
  * Logs go to stderr.
  */
 public final class EngineRunner {
     private static final String LOG_FORMAT_PROPERTY = "java.util.logging.SimpleFormatter.format";
     private static final Logger LOG = Logger.getLogger(EngineRunner.class.getName());
+    private static final String CONFIG_ERROR = "config";
+    private static final String STARTUP_ERROR = "startup";
 
     private EngineRunner() {}
 
@@ -37,29 +40,29 @@ public final class EngineRunner {
         try {
             json = stdinIsLifeline ? reader.readLine() : readAll(reader);
         } catch (IOException e) {
-            return fail(out, "Could not read the configuration: " + e.getMessage(), 2);
+            return fail(out, STARTUP_ERROR, "Could not read the configuration: " + e.getMessage(), 2);
         }
         if (json == null || json.isBlank()) {
-            return fail(out, "No configuration received", 2);
+            return fail(out, STARTUP_ERROR, "No configuration received", 2);
         }
         RouterConfig config;
         try {
             config = RouterConfig.fromJson(json);
             config.validate();
         } catch (ConfigException e) {
-            return fail(out, e.getMessage(), 2);
+            return fail(out, CONFIG_ERROR, e.getMessage(), 2);
         }
         applyLogLevel(config.logLevel());
         RouterServer server;
         try {
             server = RouterServer.start(config);
         } catch (ConfigException e) {
-            return fail(out, e.getMessage(), 2);
+            return fail(out, CONFIG_ERROR, e.getMessage(), 2);
         } catch (RouterStartException e) {
-            return fail(out, e.getMessage(), 1);
+            return fail(out, STARTUP_ERROR, e.getMessage(), 1);
         } catch (RuntimeException e) {
             LOG.log(Level.SEVERE, "Router failed to start", e);
-            return fail(out, "Router failed to start: " + e, 1);
+            return fail(out, STARTUP_ERROR, "Router failed to start: " + e, 1);
         }
 
         // A signal starts the JVM's shutdown with exit status 128+signal; after draining, the hook ends the process
@@ -95,9 +98,10 @@ public final class EngineRunner {
         return 0;
     }
 
-    private static int fail(PrintStream out, String message, int code) {
+    private static int fail(PrintStream out, String kind, String message, int code) {
         out.println(Json.object(g -> {
             g.writeStringField("event", "error");
+            g.writeStringField("kind", kind);
             g.writeStringField("message", message);
         }));
         out.flush();

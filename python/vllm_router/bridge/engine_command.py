@@ -1,0 +1,120 @@
+"""Starting a JVM from the engine jar, and reading the one line it answers with.
+
+Every caller that runs the engine jar builds its command here and reads its answer here: the
+process bridge (`serve --config -`), the class-cache builder (a training run of `serve`) and the
+demo (mock workers). See docs/architecture.md, "The process bridge".
+
+The command: `java <JVM options> -cp <engine jar> <main class> <arguments>`, where the JVM
+options are ours (start-up time, footprint), then `$VLLM_ROUTER_JVM_OPTS` (so a user's flag wins
+over ours), then any the caller adds (the class cache's).
+
+The answer: the first stdout line that is a JSON object whose `event` is `ready` or `error` (a
+JVM may print other lines first, such as AOT progress). `{"event":"error","kind":"config",
+"message":...}` is a configuration the engine rejected; any other kind is a start-up failure.
+"""
+
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import IO, Callable, List, Optional, Sequence
+
+from . import EngineConfigError, EngineStartupError
+from .java_runtime import JavaRuntime
+
+ENGINE_MAIN_CLASS = "org.vllmrouter.host.Main"
+ENGINE_JAR_NAME = "vllm-router-engine.jar"
+
+ENGINE_JAR_ENV = "VLLM_ROUTER_ENGINE_JAR"
+JVM_OPTS_ENV = "VLLM_ROUTER_JVM_OPTS"
+# `off` (or `0`) turns the start-up caches off; the `vllm-router` script reads the same name.
+STARTUP_CACHE_ENV = "VLLM_ROUTER_STARTUP_CACHE"
+DEPRECATED_STARTUP_CACHE_ENV = "VLLM_ROUTER_AOT_CACHE"
+
+_warned_deprecated: set = set()
+
+
+def engine_jar() -> Path:
+    """The engine jar: $VLLM_ROUTER_ENGINE_JAR, else the copy shipped inside this package."""
+    override = os.environ.get(ENGINE_JAR_ENV)
+    jar = Path(override) if override else Path(__file__).resolve().parent.parent / "_engine" / ENGINE_JAR_NAME
+    if not jar.is_file():
+        raise EngineStartupError(
+            f"Router engine jar not found at {jar}. Install the package from a build that "
+            "includes it (`make demo` or `make test` in the source tree copies "
+            "java/host/target/vllm-router-engine.jar into python/vllm_router/_engine/), "
+            f"or set {ENGINE_JAR_ENV}."
+        )
+    return jar
+
+
+def jvm_options() -> List[str]:
+    """JVM flags chosen for start-up time and a small footprint, plus $VLLM_ROUTER_JVM_OPTS."""
+    return [
+        # The router keeps little heap; the serial collector starts fastest and needs no threads.
+        "-XX:+UseSerialGC",
+        # Netty loads its native transport through System.loadLibrary; allow it without the
+        # JVM's four-line warning on every start.
+        "--enable-native-access=ALL-UNNAMED",
+        *shlex.split(os.environ.get(JVM_OPTS_ENV, "")),
+    ]
+
+
+def engine_command(java: JavaRuntime, jar: Path, arguments: Sequence[str],
+                   extra_jvm_options: Sequence[str] = (),
+                   main_class: str = ENGINE_MAIN_CLASS) -> List[str]:
+    """The command line that runs `main_class <arguments>` from the engine jar."""
+    return [java.executable, *jvm_options(), *extra_jvm_options, "-cp", str(jar), main_class,
+            *arguments]
+
+
+def startup_cache_enabled() -> bool:
+    """False when $VLLM_ROUTER_STARTUP_CACHE (or its deprecated name) is `off` or `0`."""
+    value = setting(STARTUP_CACHE_ENV, DEPRECATED_STARTUP_CACHE_ENV)
+    return value not in ("off", "0")
+
+
+def setting(name: str, deprecated_name: str) -> Optional[str]:
+    """$name, else $deprecated_name, which still works for one release: its first use in a
+    process writes one deprecation line to stderr."""
+    value = os.environ.get(name)
+    if value is not None:
+        return value
+    value = os.environ.get(deprecated_name)
+    if value is not None and deprecated_name not in _warned_deprecated:
+        _warned_deprecated.add(deprecated_name)
+        print(f"vllm_router: {deprecated_name} is deprecated and will be removed in the next "
+              f"release; use {name}", file=sys.stderr)
+    return value
+
+
+def parse_event(raw: bytes) -> Optional[dict]:
+    """The engine's ready or error event if `raw` is that line; None for any other output."""
+    try:
+        event = json.loads(raw)
+    except ValueError:
+        return None
+    if isinstance(event, dict) and event.get("event") in ("ready", "error"):
+        return event
+    return None
+
+
+def read_event(stdout: IO[bytes], echo: Optional[Callable[[bytes], None]] = None) -> Optional[dict]:
+    """Reads `stdout` up to the engine's ready or error line and returns that event, or None when
+    stdout ends first. Lines before it go to `echo`, when given."""
+    for raw in stdout:
+        event = parse_event(raw)
+        if event is not None:
+            return event
+        if echo is not None:
+            echo(raw)
+    return None
+
+
+def error_of(event: dict) -> Exception:
+    """What a caller raises for an error event: a rejected configuration is a ValueError."""
+    message = str(event.get("message", "unknown engine error"))
+    if event.get("kind") == "config":
+        return EngineConfigError(message)
+    return EngineStartupError(message)
