@@ -96,11 +96,12 @@ public final class StickyLeastLoadedPolicy implements LoadBalancingPolicy {
         }
     }
 
-    /** Drops up to {@code maxEntries} expired sessions (for a background sweeper); returns how many. */
+    @Override
     public int expireIdle(int maxEntries) {
         return sessions.expireIdle(maxEntries);
     }
 
+    @Override
     public SessionStats sessionStats() {
         return sessions.stats();
     }
