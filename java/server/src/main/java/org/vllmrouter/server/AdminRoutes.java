@@ -31,6 +31,13 @@ import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRegistry;
 import org.vllmrouter.core.worker.WorkerRole;
+import org.vllmrouter.server.http.RequestPath;
+import org.vllmrouter.server.http.Responses;
+import org.vllmrouter.server.http.Json;
+import org.vllmrouter.server.http.AggregatedBody;
+import org.vllmrouter.server.worker.StartupWait;
+import org.vllmrouter.server.worker.WorkerFactory;
+import org.vllmrouter.server.worker.ControlClient;
 
 /**
  * Admin routes (worker management, cache flush, loads, sessions) and the responses sub-routes, with upstream's
@@ -294,7 +301,7 @@ final class AdminRoutes {
         if (!request.content().isReadable()) {
             return null;
         }
-        try (JsonParser p = Router.bodySource(request.content()).open(Json.FACTORY)) {
+        try (JsonParser p = AggregatedBody.source(request.content()).open(Json.FACTORY)) {
             if (p.nextToken() != JsonToken.START_OBJECT) {
                 return null;
             }

@@ -11,6 +11,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import org.vllmrouter.server.worker.ControlClient;
 
 /**
  * Inbound authorization. {@code admin_api_key} (ours) guards the admin routes with a constant-time comparison;

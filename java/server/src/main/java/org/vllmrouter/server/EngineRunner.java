@@ -12,6 +12,7 @@ import java.util.logging.Level;
 import java.util.logging.Logger;
 import org.vllmrouter.core.config.ConfigException;
 import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.server.http.Json;
 
 /**
  * The engine-process protocol: read the config JSON, start the router, print exactly one JSON line on stdout

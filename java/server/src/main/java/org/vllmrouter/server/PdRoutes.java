@@ -36,6 +36,17 @@ import org.vllmrouter.core.policy.PolicyRegistry;
 import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRegistry;
 import org.vllmrouter.core.worker.WorkerRole;
+import org.vllmrouter.server.http.JsonBodyCheck;
+import org.vllmrouter.server.http.RequestPath;
+import org.vllmrouter.server.http.Responses;
+import org.vllmrouter.server.http.Json;
+import org.vllmrouter.server.http.AggregatedBody;
+import org.vllmrouter.server.metrics.RouterMetrics;
+import org.vllmrouter.server.worker.ControlClient;
+import org.vllmrouter.server.proxy.WorkerAddress;
+import org.vllmrouter.server.proxy.Hop;
+import org.vllmrouter.server.proxy.RetryPolicy;
+import org.vllmrouter.server.proxy.LogprobsMerge;
 
 /**
  * Prefill/decode disaggregation. Prefill and decode workers are chosen independently by their own policy
@@ -279,7 +290,7 @@ final class PdRoutes {
 
     /** The batch size of an SGLang generate body, or -1 for a single request. */
     static int batchSize(ByteBuf body) {
-        try (JsonParser p = Router.bodySource(body).open(Json.FACTORY)) {
+        try (JsonParser p = AggregatedBody.source(body).open(Json.FACTORY)) {
             if (p.nextToken() != JsonToken.START_OBJECT) {
                 return -1;
             }

@@ -2,6 +2,8 @@ package org.vllmrouter.server;
 
 import java.util.function.BiConsumer;
 import org.vllmrouter.core.worker.Worker;
+import org.vllmrouter.server.metrics.RouterMetrics;
+import org.vllmrouter.server.proxy.RetryPolicy;
 
 /**
  * What a {@link ProxyExchange} needs from the router for one request: connection pools, retry settings, metrics,

@@ -26,6 +26,10 @@ import java.util.Set;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import org.vllmrouter.core.worker.Worker;
+import org.vllmrouter.server.http.Responses;
+import org.vllmrouter.server.proxy.WorkerAddress;
+import org.vllmrouter.server.proxy.Hop;
+import org.vllmrouter.server.proxy.RetryPolicy;
 
 /**
  * One proxied request: picks a worker per attempt, forwards the body bytes untouched over a pooled connection of

@@ -27,6 +27,14 @@ import org.vllmrouter.core.session.SessionIdExtractor;
 import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRegistry;
 import org.vllmrouter.core.worker.WorkerRole;
+import org.vllmrouter.server.http.JsonBodyCheck;
+import org.vllmrouter.server.http.RequestPath;
+import org.vllmrouter.server.http.Responses;
+import org.vllmrouter.server.http.Json;
+import org.vllmrouter.server.http.AggregatedBody;
+import org.vllmrouter.server.metrics.RouterMetrics;
+import org.vllmrouter.server.proxy.Hop;
+import org.vllmrouter.server.proxy.RetryPolicy;
 
 /**
  * Routes one aggregated request: path normalisation, authorization, then the route table of reference section 4.1
@@ -55,9 +63,6 @@ final class Router {
 
     private static final Set<String> ADMIN_ROUTES = Set.of("/add_worker", "/remove_worker", "/list_workers",
             "/flush_cache", "/get_loads", "/finish_session", "/sessions", "/workers", RequestPath.WORKER_ITEM_ROUTE);
-
-    /** Bodies up to this size are parsed from an array copy (see {@link #bodySource}). */
-    private static final int COPIED_BODY_LIMIT = 256 * 1024;
 
     private final RouterConfig config;
     private final WorkerRegistry workers;
@@ -318,7 +323,7 @@ final class Router {
         HeaderLookup lookup = headers::get;
         ByteBuf body = request.content();
         boolean json = jsonRequired || looksLikeJson(headers);
-        BodySource source = json ? bodySource(body) : BodySource.EMPTY;
+        BodySource source = json ? AggregatedBody.source(body) : BodySource.EMPTY;
         if (jsonRequired || (json && body.isReadable())) {
             String problem = JsonBodyCheck.problem(source, jsonRequired);
             if (problem != null) {
@@ -340,22 +345,6 @@ final class Router {
     private static boolean looksLikeJson(HttpHeaders headers) {
         String type = headers.get(HttpHeaderNames.CONTENT_TYPE);
         return type == null || type.toLowerCase(java.util.Locale.ROOT).contains("json");
-    }
-
-    /**
-     * The aggregated body for the streaming parser. A body in direct or composite buffers (what the aggregator
-     * builds) is copied once into an array when it is small: Jackson's array parser is much cheaper than its
-     * stream parser, and the copy serves every pass over the body. Large bodies are streamed instead.
-     */
-    static BodySource bodySource(ByteBuf body) {
-        if (body.hasArray()) {
-            return BodySource.of(body.array(), body.arrayOffset() + body.readerIndex(), body.readableBytes());
-        }
-        if (body.readableBytes() <= COPIED_BODY_LIMIT) {
-            byte[] copy = ByteBufUtil.getBytes(body);
-            return BodySource.of(copy, 0, copy.length);
-        }
-        return factory -> factory.createParser((InputStream) new ByteBufInputStream(body.duplicate()));
     }
 
     private static void reject(FrontendHandler front, FullHttpRequest request, String message) {

@@ -30,6 +30,14 @@ import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRegistry;
 import org.vllmrouter.core.worker.WorkerRole;
+import org.vllmrouter.server.http.RequestIdHandler;
+import org.vllmrouter.server.http.RequestGuard;
+import org.vllmrouter.server.metrics.RouterMetrics;
+import org.vllmrouter.server.metrics.MetricsHandler;
+import org.vllmrouter.server.worker.HealthChecker;
+import org.vllmrouter.server.worker.StartupWait;
+import org.vllmrouter.server.worker.WorkerFactory;
+import org.vllmrouter.server.proxy.Transport;
 
 /**
  * A running router: the HTTP listener, the Prometheus listener, the worker registry and policies, the health
@@ -214,7 +222,7 @@ public final class RouterServer implements AutoCloseable {
     }
 
     private static ChannelInitializer<Channel> metricsInitializer(RouterMetrics metrics) {
-        MetricsHandler handler = new MetricsHandler(metrics.registry);
+        MetricsHandler handler = new MetricsHandler(metrics);
         return new ChannelInitializer<>() {
             @Override
             protected void initChannel(Channel ch) {

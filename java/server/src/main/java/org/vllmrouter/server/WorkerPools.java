@@ -15,6 +15,8 @@ import java.util.ArrayDeque;
 import java.util.HashMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import org.vllmrouter.server.proxy.Transport;
+import org.vllmrouter.server.proxy.WorkerAddress;
 
 /**
  * Keep-alive connections to workers, one pool per (event loop, worker) so a proxied request runs on the thread of

@@ -1,14 +1,14 @@
-package org.vllmrouter.server;
+package org.vllmrouter.server.proxy;
 
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.util.concurrent.ConcurrentHashMap;
 
 /** Host and port of a worker base URL such as {@code http://10.0.0.5:8000}, parsed once per URL. */
-record WorkerAddress(String host, int port, String hostHeader) {
+public record WorkerAddress(String host, int port, String hostHeader) {
     private static final ConcurrentHashMap<String, WorkerAddress> CACHE = new ConcurrentHashMap<>();
 
-    static WorkerAddress of(String baseUrl) {
+    public static WorkerAddress of(String baseUrl) {
         return CACHE.computeIfAbsent(baseUrl, WorkerAddress::parse);
     }
 
@@ -23,7 +23,7 @@ record WorkerAddress(String host, int port, String hostHeader) {
         return new WorkerAddress(bareHost, port, host + ":" + port);
     }
 
-    InetSocketAddress socketAddress() {
+    public InetSocketAddress socketAddress() {
         return InetSocketAddress.createUnresolved(host, port);
     }
 }

@@ -1,7 +1,9 @@
-package org.vllmrouter.server;
+package org.vllmrouter.server.metrics;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufOutputStream;
+import io.netty.buffer.ByteBufUtil;
+import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
@@ -10,6 +12,7 @@ import io.netty.handler.codec.http.DefaultFullHttpResponse;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaderValues;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpUtil;
@@ -21,13 +24,14 @@ import java.io.IOException;
 
 /** The Prometheus listener: {@code GET /metrics} in the text exposition format; anything else is 404. */
 @ChannelHandler.Sharable
-final class MetricsHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
+public final class MetricsHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
     private static final PrometheusTextFormatWriter WRITER = PrometheusTextFormatWriter.create();
+    private static final String TEXT = HttpHeaderValues.TEXT_PLAIN + "; charset=utf-8";
 
     private final PrometheusRegistry registry;
 
-    MetricsHandler(PrometheusRegistry registry) {
-        this.registry = registry;
+    public MetricsHandler(RouterMetrics metrics) {
+        this.registry = metrics.registry;
     }
 
     @Override
@@ -35,9 +39,9 @@ final class MetricsHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         String path = new QueryStringDecoder(request.uri()).path();
         FullHttpResponse response;
         if (!path.equals("/metrics")) {
-            response = Responses.text(ctx.alloc(), HttpResponseStatus.NOT_FOUND, "Not found");
+            response = response(HttpResponseStatus.NOT_FOUND, ByteBufUtil.writeUtf8(ctx.alloc(), "Not found"), TEXT);
         } else if (!request.method().equals(HttpMethod.GET) && !request.method().equals(HttpMethod.HEAD)) {
-            response = Responses.empty(HttpResponseStatus.METHOD_NOT_ALLOWED);
+            response = response(HttpResponseStatus.METHOD_NOT_ALLOWED, Unpooled.EMPTY_BUFFER, null);
         } else {
             ByteBuf body = ctx.alloc().buffer();
             try (ByteBufOutputStream out = new ByteBufOutputStream(body)) {
@@ -46,9 +50,7 @@ final class MetricsHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
                 body.release();
                 throw e;
             }
-            response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.OK, body);
-            response.headers().set(HttpHeaderNames.CONTENT_TYPE, WRITER.getContentType());
-            response.headers().setInt(HttpHeaderNames.CONTENT_LENGTH, body.readableBytes());
+            response = response(HttpResponseStatus.OK, body, WRITER.getContentType());
         }
         boolean keepAlive = HttpUtil.isKeepAlive(request);
         HttpUtil.setKeepAlive(response, keepAlive);
@@ -56,6 +58,15 @@ final class MetricsHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         if (!keepAlive) {
             written.addListener(ChannelFutureListener.CLOSE);
         }
+    }
+
+    private static FullHttpResponse response(HttpResponseStatus status, ByteBuf body, String contentType) {
+        FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, status, body);
+        if (contentType != null) {
+            response.headers().set(HttpHeaderNames.CONTENT_TYPE, contentType);
+        }
+        response.headers().setInt(HttpHeaderNames.CONTENT_LENGTH, body.readableBytes());
+        return response;
     }
 
     @Override

@@ -1,4 +1,4 @@
-package org.vllmrouter.server;
+package org.vllmrouter.server.proxy;
 
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.IoHandlerFactory;
@@ -15,21 +15,21 @@ import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.util.concurrent.DefaultThreadFactory;
 
 /** Native epoll when the platform offers it, NIO otherwise; the choice is made once per process. */
-final class Transport {
-    static final boolean EPOLL = Epoll.isAvailable();
+public final class Transport {
+    private static final boolean EPOLL = Epoll.isAvailable();
 
     private Transport() {}
 
-    static EventLoopGroup newGroup(int threads, String name) {
+    public static EventLoopGroup newGroup(int threads, String name) {
         IoHandlerFactory io = EPOLL ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
         return new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory(name, true), io);
     }
 
-    static Class<? extends ServerChannel> serverChannel() {
+    public static Class<? extends ServerChannel> serverChannel() {
         return EPOLL ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
     }
 
-    static Class<? extends SocketChannel> clientChannel() {
+    public static Class<? extends SocketChannel> clientChannel() {
         return EPOLL ? EpollSocketChannel.class : NioSocketChannel.class;
     }
 }

@@ -1,4 +1,4 @@
-package org.vllmrouter.server;
+package org.vllmrouter.server.http;
 
 import io.netty.handler.codec.http.QueryStringDecoder;
 import java.io.ByteArrayOutputStream;
@@ -15,18 +15,18 @@ import java.util.Map;
  * so that no spelling of an admin path can slip past its route into the proxy fallback; encodings that could mean
  * two different paths ({@code %2F}, {@code %2E}, {@code %5C}, {@code //}, dot segments, controls) are rejected.
  */
-record RequestPath(String rawPath, String rawQuery, String path, String routeKey, Map<String, List<String>> params) {
-    static final String WORKERS_PREFIX = "/workers/";
+public record RequestPath(String rawPath, String rawQuery, String path, String routeKey, Map<String, List<String>> params) {
+    public static final String WORKERS_PREFIX = "/workers/";
     /** Route key of {@code /workers/{url}}; {@link #path()} then ends with the decoded worker URL. */
-    static final String WORKER_ITEM_ROUTE = "/workers/{url}";
+    public static final String WORKER_ITEM_ROUTE = "/workers/{url}";
 
-    static final class InvalidPathException extends Exception {
+    public static final class InvalidPathException extends Exception {
         InvalidPathException(String message) {
             super(message);
         }
     }
 
-    static RequestPath parse(String uri) throws InvalidPathException {
+    public static RequestPath parse(String uri) throws InvalidPathException {
         if (uri.isEmpty() || uri.charAt(0) != '/') {
             throw new InvalidPathException("Invalid request path: only origin-form targets starting with '/' are accepted");
         }
@@ -67,7 +67,7 @@ record RequestPath(String rawPath, String rawQuery, String path, String routeKey
     }
 
     /** The single value of a query parameter; null when absent; differing repeated values are an error. */
-    String param(String name) throws InvalidPathException {
+    public String param(String name) throws InvalidPathException {
         List<String> values = params.get(name);
         if (values == null || values.isEmpty()) {
             return null;
@@ -82,7 +82,7 @@ record RequestPath(String rawPath, String rawQuery, String path, String routeKey
     }
 
     /** Path and query exactly as the client sent them, for forwarding to a worker. */
-    String rawTarget() {
+    public String rawTarget() {
         return rawQuery.isEmpty() ? rawPath : rawPath + "?" + rawQuery;
     }
 

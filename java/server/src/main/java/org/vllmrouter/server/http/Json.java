@@ -1,4 +1,4 @@
-package org.vllmrouter.server;
+package org.vllmrouter.server.http;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
@@ -7,17 +7,17 @@ import java.io.StringWriter;
 import java.io.UncheckedIOException;
 
 /** Writes small JSON documents for the router's own responses; proxied bodies never pass through here. */
-final class Json {
-    static final JsonFactory FACTORY = new JsonFactory();
+public final class Json {
+    public static final JsonFactory FACTORY = new JsonFactory();
 
     @FunctionalInterface
-    interface Body {
+    public interface Body {
         void write(JsonGenerator g) throws IOException;
     }
 
     private Json() {}
 
-    static String object(Body body) {
+    public static String object(Body body) {
         StringWriter out = new StringWriter();
         try (JsonGenerator g = FACTORY.createGenerator(out)) {
             g.writeStartObject();
@@ -30,7 +30,7 @@ final class Json {
     }
 
     /** The OpenAI-style error envelope clients such as SkyRL read ({@code error.message}). */
-    static String error(String message, String type, int code) {
+    public static String error(String message, String type, int code) {
         return object(g -> {
             g.writeObjectFieldStart("error");
             g.writeStringField("message", message);

@@ -1,13 +1,14 @@
-package org.vllmrouter.server;
+package org.vllmrouter.server.proxy;
 
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.util.AsciiString;
 import java.util.List;
+import org.vllmrouter.server.http.RequestIdHandler;
 
 /** Which headers cross the proxy: hop-by-hop ones never do; the router sets framing and Host itself. */
-final class Hop {
-    static final List<AsciiString> RESPONSE_HOP_HEADERS = List.of(
+public final class Hop {
+    public static final List<AsciiString> RESPONSE_HOP_HEADERS = List.of(
             HttpHeaderNames.CONNECTION, AsciiString.cached("keep-alive"), HttpHeaderNames.PROXY_AUTHENTICATE,
             HttpHeaderNames.PROXY_AUTHORIZATION, HttpHeaderNames.TE, HttpHeaderNames.TRAILER,
             AsciiString.cached("trailers"), HttpHeaderNames.TRANSFER_ENCODING, HttpHeaderNames.UPGRADE,
@@ -23,7 +24,7 @@ final class Hop {
     private Hop() {}
 
     /** Client headers to forward to a worker; {@code keepAuthorization} is false on the proxy fallback. */
-    static HttpHeaders forwardable(HttpHeaders client, boolean keepAuthorization) {
+    public static HttpHeaders forwardable(HttpHeaders client, boolean keepAuthorization) {
         // A copy keeps the decoder's entries as they are (no re-validation, no String conversion).
         HttpHeaders out = client.copy();
         for (AsciiString name : REQUEST_DROPPED) {

@@ -1,4 +1,4 @@
-package org.vllmrouter.server;
+package org.vllmrouter.server.http;
 
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
@@ -16,7 +16,7 @@ import io.netty.util.ReferenceCountUtil;
  * messages carrying both Content-Length and Transfer-Encoding (a request-smuggling shape) get a 400 and the
  * connection closes, since the position of the next request in the stream can no longer be trusted.
  */
-final class RequestGuard extends ChannelInboundHandlerAdapter {
+public final class RequestGuard extends ChannelInboundHandlerAdapter {
     private boolean rejecting;
 
     @Override

@@ -1,4 +1,4 @@
-package org.vllmrouter.server;
+package org.vllmrouter.server.http;
 
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.ByteBufUtil;
@@ -10,23 +10,23 @@ import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpVersion;
 
 /** Builders for the router's own (non-proxied) responses. */
-final class Responses {
+public final class Responses {
     private Responses() {}
 
-    static FullHttpResponse text(ByteBufAllocator alloc, HttpResponseStatus status, String body) {
+    public static FullHttpResponse text(ByteBufAllocator alloc, HttpResponseStatus status, String body) {
         return build(alloc, status, body, HttpHeaderValues.TEXT_PLAIN + "; charset=utf-8");
     }
 
-    static FullHttpResponse json(ByteBufAllocator alloc, HttpResponseStatus status, String body) {
+    public static FullHttpResponse json(ByteBufAllocator alloc, HttpResponseStatus status, String body) {
         return build(alloc, status, body, HttpHeaderValues.APPLICATION_JSON.toString());
     }
 
-    static FullHttpResponse jsonError(ByteBufAllocator alloc, HttpResponseStatus status, String message) {
+    public static FullHttpResponse jsonError(ByteBufAllocator alloc, HttpResponseStatus status, String message) {
         String type = status.code() >= 500 ? "server_error" : "invalid_request_error";
         return json(alloc, status, Json.error(message, type, status.code()));
     }
 
-    static FullHttpResponse empty(HttpResponseStatus status) {
+    public static FullHttpResponse empty(HttpResponseStatus status) {
         FullHttpResponse r = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, status);
         r.headers().setInt(HttpHeaderNames.CONTENT_LENGTH, 0);
         return r;

@@ -1,4 +1,4 @@
-package org.vllmrouter.server;
+package org.vllmrouter.server.metrics;
 
 import io.prometheus.metrics.core.datapoints.CounterDataPoint;
 import io.prometheus.metrics.core.datapoints.DistributionDataPoint;
@@ -23,8 +23,8 @@ import org.vllmrouter.core.worker.Worker;
  * Worker and session gauges are read at scrape time from the registry and the policies. No exemplars: nothing
  * here carries a trace id, and sampling them costs every request a little.
  */
-final class RouterMetrics {
-    static final double[] DURATION_BUCKETS = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30,
+public final class RouterMetrics {
+    private static final double[] DURATION_BUCKETS = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30,
             45, 60, 90, 120, 180, 240};
 
     final PrometheusRegistry registry = new PrometheusRegistry();
@@ -64,7 +64,7 @@ final class RouterMetrics {
     private final ConcurrentHashMap<String, ConcurrentHashMap<String, AtomicReferenceArray<CounterDataPoint>>> http =
             new ConcurrentHashMap<>();
 
-    RouterMetrics(Supplier<List<Worker>> workers, Supplier<SessionStats> sessions) {
+    public RouterMetrics(Supplier<List<Worker>> workers, Supplier<SessionStats> sessions) {
         GaugeWithCallback.builder().name("vllm_router_active_workers").help("Registered workers")
                 .callback(cb -> cb.call(workers.get().size())).register(registry);
         GaugeWithCallback.builder().name("vllm_router_worker_health").help("Worker health (1 healthy, 0 not)")
@@ -121,7 +121,7 @@ final class RouterMetrics {
         return found != null ? found : cache.computeIfAbsent(key, create);
     }
 
-    void requestSucceeded(String route, double seconds) {
+    public void requestSucceeded(String route, double seconds) {
         point(requestsByRoute, route, requests::labelValues).inc();
         point(durationByRoute, route, requestDuration::labelValues).observe(seconds);
         generateDuration.observe(seconds);
@@ -131,59 +131,59 @@ final class RouterMetrics {
         }
     }
 
-    void requestFailed(String route, String errorType) {
+    public void requestFailed(String route, String errorType) {
         requestErrors.labelValues(route, errorType).inc();
         if (route.equals("/v1/embeddings")) {
             embeddingsErrors.labelValues(errorType).inc();
         }
     }
 
-    void retry(String route, int attempt, double backoffSeconds) {
+    public void retry(String route, int attempt, double backoffSeconds) {
         retries.labelValues(route).inc();
         retryBackoff.labelValues(Integer.toString(attempt)).observe(backoffSeconds);
     }
 
-    void retriesExhausted(String route) {
+    public void retriesExhausted(String route) {
         retriesExhausted.labelValues(route).inc();
     }
 
-    void circuitOutcome(String worker, boolean success) {
+    public void circuitOutcome(String worker, boolean success) {
         CounterDataPoint[] outcomes = point(outcomesByWorker, worker, w -> new CounterDataPoint[] {
                 cbOutcomes.labelValues(w, "failure"), cbOutcomes.labelValues(w, "success")});
         outcomes[success ? 1 : 0].inc();
     }
 
-    void circuitTransition(String worker, CircuitBreaker.State from, CircuitBreaker.State to) {
+    public void circuitTransition(String worker, CircuitBreaker.State from, CircuitBreaker.State to) {
         cbTransitions.labelValues(worker, label(from), label(to)).inc();
     }
 
-    void selected(String policy, String worker) {
+    public void selected(String policy, String worker) {
         point(processedByWorker, worker, processed::labelValues).inc();
         point(point(decisionsByPolicy, policy, p -> new ConcurrentHashMap<>()), worker,
                 w -> policyDecisions.labelValues(policy, w)).inc();
     }
 
-    void pdRequest(String route, String prefillWorker, String decodeWorker) {
+    public void pdRequest(String route, String prefillWorker, String decodeWorker) {
         pdRequests.labelValues(route).inc();
         pdPrefill.labelValues(prefillWorker).inc();
         pdDecode.labelValues(decodeWorker).inc();
     }
 
-    void pdPrefillFailed(String prefillWorker, String errorType) {
+    public void pdPrefillFailed(String prefillWorker, String errorType) {
         pdErrors.labelValues(errorType).inc();
         pdPrefillErrors.labelValues(prefillWorker).inc();
     }
 
-    void pdDecodeFailed(String decodeWorker) {
+    public void pdDecodeFailed(String decodeWorker) {
         pdErrors.labelValues("decode_error").inc();
         pdDecodeErrors.labelValues(decodeWorker).inc();
     }
 
-    void pdDuration(String route, double seconds) {
+    public void pdDuration(String route, double seconds) {
         pdDuration.labelValues(route).observe(seconds);
     }
 
-    void httpRequest(String route, String method, int status) {
+    public void httpRequest(String route, String method, int status) {
         if (status < 100 || status > 599) {
             httpRequests.labelValues(route, method, Integer.toString(status), (status / 100) + "xx").inc();
             return;

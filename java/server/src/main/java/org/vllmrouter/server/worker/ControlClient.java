@@ -1,4 +1,4 @@
-package org.vllmrouter.server;
+package org.vllmrouter.server.worker;
 
 import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
@@ -28,6 +28,8 @@ import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import org.vllmrouter.server.proxy.Transport;
+import org.vllmrouter.server.proxy.WorkerAddress;
 
 /**
  * One-shot HTTP exchanges on a fresh connection ({@code Connection: close}) for the control plane: health probes,
@@ -35,10 +37,10 @@ import java.util.concurrent.TimeoutException;
  * The data plane does not use this; it goes through {@link WorkerPools}. Cancelling the returned future closes
  * the connection, which is how a worker learns the caller went away.
  */
-final class ControlClient {
+public final class ControlClient {
     /** A complete reply; the body is copied out so no reference-counted buffer escapes. */
-    record Reply(int status, HttpHeaders headers, byte[] body) {
-        boolean ok() {
+    public record Reply(int status, HttpHeaders headers, byte[] body) {
+        public boolean ok() {
             return status >= 200 && status < 300;
         }
     }
@@ -47,7 +49,7 @@ final class ControlClient {
 
     private ControlClient() {}
 
-    static CompletableFuture<Reply> send(EventLoop loop, HttpMethod method, String baseUrl, String target,
+    public static CompletableFuture<Reply> send(EventLoop loop, HttpMethod method, String baseUrl, String target,
                                          HttpHeaders extraHeaders, byte[] body, Duration timeout) {
         CompletableFuture<Reply> result = new CompletableFuture<>();
         WorkerAddress address;

@@ -1,4 +1,4 @@
-package org.vllmrouter.server;
+package org.vllmrouter.server.worker;
 
 import io.netty.channel.EventLoop;
 import java.time.Duration;
@@ -17,7 +17,7 @@ import org.vllmrouter.core.worker.WorkerRegistry;
  * (DP ranks share it) and every worker on it records the result, which flips health after the configured
  * consecutive failures/successes. Rounds never overlap.
  */
-final class HealthChecker implements AutoCloseable {
+public final class HealthChecker implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(HealthChecker.class.getName());
 
     private final WorkerRegistry workers;
@@ -28,7 +28,7 @@ final class HealthChecker implements AutoCloseable {
     private volatile boolean closed;
     private ScheduledFuture<?> next;
 
-    HealthChecker(WorkerRegistry workers, EventLoop loop, String endpoint, int intervalSecs, int timeoutSecs) {
+    public HealthChecker(WorkerRegistry workers, EventLoop loop, String endpoint, int intervalSecs, int timeoutSecs) {
         this.workers = workers;
         this.loop = loop;
         this.endpoint = endpoint;
@@ -36,7 +36,7 @@ final class HealthChecker implements AutoCloseable {
         this.intervalNanos = TimeUnit.SECONDS.toNanos(Math.max(1, intervalSecs));
     }
 
-    void start() {
+    public void start() {
         loop.execute(this::scheduleNext);
     }
 

@@ -1,4 +1,4 @@
-package org.vllmrouter.server;
+package org.vllmrouter.server.http;
 
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
@@ -11,15 +11,15 @@ import org.vllmrouter.core.session.BodySource;
  * Checks that a body is one well-formed JSON document (an object where the route needs one) in a single streaming
  * pass, without building a tree; the bytes forwarded are still the client's own.
  */
-final class JsonBodyCheck {
+public final class JsonBodyCheck {
     private JsonBodyCheck() {}
 
     /** Null when the body is acceptable, else the 400 message. */
-    static String problem(ByteBuf body, boolean requireObject) {
-        return problem(Router.bodySource(body), requireObject);
+    public static String problem(ByteBuf body, boolean requireObject) {
+        return problem(AggregatedBody.source(body), requireObject);
     }
 
-    static String problem(BodySource body, boolean requireObject) {
+    public static String problem(BodySource body, boolean requireObject) {
         try (JsonParser parser = body.open(Json.FACTORY)) {
             JsonToken first = parser.nextToken();
             if (first == null) {

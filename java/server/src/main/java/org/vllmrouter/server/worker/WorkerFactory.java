@@ -1,25 +1,26 @@
-package org.vllmrouter.server;
+package org.vllmrouter.server.worker;
 
 import java.util.ArrayList;
 import java.util.List;
 import org.vllmrouter.core.config.RouterConfig;
 import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRole;
+import org.vllmrouter.server.metrics.RouterMetrics;
 
 /**
  * Builds the worker objects for one URL: thresholds from the config, circuit transitions reported to metrics, and
  * DP expansion ({@code intra_node_data_parallel_size > 1} gives {@code url@0 .. url@N-1}).
  */
-final class WorkerFactory {
+public final class WorkerFactory {
     private final RouterConfig config;
     private final RouterMetrics metrics;
 
-    WorkerFactory(RouterConfig config, RouterMetrics metrics) {
+    public WorkerFactory(RouterConfig config, RouterMetrics metrics) {
         this.config = config;
         this.metrics = metrics;
     }
 
-    List<Worker> create(String url, WorkerRole role, Integer bootstrapPort) {
+    public List<Worker> create(String url, WorkerRole role, Integer bootstrapPort) {
         int ranks = Math.max(1, config.intraNodeDataParallelSize());
         List<Worker> out = new ArrayList<>(ranks);
         for (int rank = 0; rank < ranks; rank++) {

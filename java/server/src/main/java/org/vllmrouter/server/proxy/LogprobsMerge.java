@@ -1,4 +1,4 @@
-package org.vllmrouter.server;
+package org.vllmrouter.server.proxy;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
@@ -23,13 +23,13 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
  * </ul>
  * Choices pair up by position: both stages ran the same request, so they have the same choices in the same order.
  */
-final class LogprobsMerge {
+public final class LogprobsMerge {
     private static final String[] PARALLEL_ARRAYS = {"tokens", "token_logprobs", "top_logprobs", "text_offset"};
 
     private LogprobsMerge() {}
 
     /** Whether step 6 applies: logprobs asked for ({@code logprobs} present or {@code echo: true}), no streaming. */
-    static boolean requested(JsonNode request) {
+    public static boolean requested(JsonNode request) {
         JsonNode logprobs = request.get("logprobs");
         boolean asked = (logprobs != null && !logprobs.isNull() && !(logprobs.isBoolean() && !logprobs.asBoolean()))
                 || request.path("echo").asBoolean(false);
@@ -37,7 +37,7 @@ final class LogprobsMerge {
     }
 
     /** Writes the merge into {@code decode}. */
-    static void into(ObjectNode decode, JsonNode prefill, boolean echo) {
+    public static void into(ObjectNode decode, JsonNode prefill, boolean echo) {
         copyPromptLogprobs(prefill, decode);
         JsonNode prefillChoices = prefill.path("choices");
         JsonNode decodeChoices = decode.path("choices");

@@ -1,4 +1,4 @@
-package org.vllmrouter.server;
+package org.vllmrouter.server.http;
 
 import io.netty.channel.ChannelDuplexHandler;
 import io.netty.channel.ChannelHandlerContext;
@@ -16,15 +16,15 @@ import java.util.concurrent.ThreadLocalRandom;
  * and sets it as {@code x-request-id} on its response, including responses written by handlers further in
  * (413 from the aggregator, CORS preflights). Ids queue in request order so pipelined requests keep theirs.
  */
-final class RequestIdHandler extends ChannelDuplexHandler {
-    static final AsciiString X_REQUEST_ID = AsciiString.cached("x-request-id");
-    static final List<String> DEFAULT_HEADERS = List.of("x-request-id", "x-correlation-id", "x-trace-id", "request-id");
+public final class RequestIdHandler extends ChannelDuplexHandler {
+    public static final AsciiString X_REQUEST_ID = AsciiString.cached("x-request-id");
+    private static final List<String> DEFAULT_HEADERS = List.of("x-request-id", "x-correlation-id", "x-trace-id", "request-id");
     private static final char[] ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".toCharArray();
 
     private final List<String> sourceHeaders;
     private final ArrayDeque<String> pending = new ArrayDeque<>(2);
 
-    RequestIdHandler(List<String> sourceHeaders) {
+    public RequestIdHandler(List<String> sourceHeaders) {
         this.sourceHeaders = sourceHeaders == null || sourceHeaders.isEmpty()
                 ? DEFAULT_HEADERS
                 : sourceHeaders.stream().map(h -> h.toLowerCase(Locale.ROOT)).toList();
@@ -59,7 +59,7 @@ final class RequestIdHandler extends ChannelDuplexHandler {
         return generate(request.uri());
     }
 
-    static String generate(String uri) {
+    private static String generate(String uri) {
         String prefix = uri.contains("/chat/completions") ? "chatcmpl-"
                 : uri.contains("/completions") ? "cmpl-"
                 : uri.contains("/generate") ? "gnt-"

@@ -1,18 +1,20 @@
-package org.vllmrouter.server;
+package org.vllmrouter.server.proxy;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.junit.jupiter.api.Test;
 
 /** Section 5.3 step 6: prompt-side logprobs from prefill, generated-side logprobs from decode. */
 class LogprobsMergeTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
 
     private static JsonNode json(String text) throws Exception {
-        return TestHttp.JSON.readTree(text.replace('\'', '"'));
+        return JSON.readTree(text.replace('\'', '"'));
     }
 
     @Test

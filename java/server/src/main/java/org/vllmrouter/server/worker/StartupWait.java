@@ -1,4 +1,4 @@
-package org.vllmrouter.server;
+package org.vllmrouter.server.worker;
 
 import io.netty.channel.EventLoop;
 import io.netty.handler.codec.http.HttpMethod;
@@ -10,14 +10,14 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 /** Polls workers' health endpoint until one answers 2xx or a deadline passes (start-up and /add_worker). */
-final class StartupWait {
+public final class StartupWait {
     /** Upstream probes each host with a 2 s timeout during start-up. */
     private static final Duration PROBE_TIMEOUT = Duration.ofSeconds(2);
 
     private StartupWait() {}
 
     /** Completes true as soon as any of {@code baseUrls} is healthy, false once {@code deadlineNanos} has passed. */
-    static CompletableFuture<Boolean> untilHealthy(EventLoop loop, List<String> baseUrls, String endpoint,
+    public static CompletableFuture<Boolean> untilHealthy(EventLoop loop, List<String> baseUrls, String endpoint,
                                                    int intervalSecs, long deadlineNanos) {
         CompletableFuture<Boolean> result = new CompletableFuture<>();
         round(loop, List.copyOf(new LinkedHashSet<>(baseUrls)), endpoint, intervalSecs, deadlineNanos, result);
