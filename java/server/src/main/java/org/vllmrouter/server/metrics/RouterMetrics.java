@@ -121,6 +121,20 @@ public final class RouterMetrics {
         return found != null ? found : cache.computeIfAbsent(key, create);
     }
 
+    /**
+     * A proxied request ended with {@code status} ({@code success} by the worker-call rule; 499: the client left):
+     * a success below 400 counts as served, anything else under its error type.
+     */
+    public void requestEnded(String route, int status, boolean success, double seconds) {
+        if (success && status < 400) {
+            requestSucceeded(route, seconds);
+        } else if (status == 499) {
+            requestFailed(route, "client_disconnected");
+        } else {
+            requestFailed(route, status >= 500 ? "http_" + status : "non_retryable_error");
+        }
+    }
+
     public void requestSucceeded(String route, double seconds) {
         point(requestsByRoute, route, requests::labelValues).inc();
         point(durationByRoute, route, requestDuration::labelValues).observe(seconds);

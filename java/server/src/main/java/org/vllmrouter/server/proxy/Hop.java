@@ -8,6 +8,9 @@ import org.vllmrouter.server.http.RequestIdHandler;
 
 /** Which headers cross the proxy: hop-by-hop ones never do; the router sets framing and Host itself. */
 public final class Hop {
+    /** Tells a data-parallel worker which of its ranks serves the request. */
+    public static final String DP_RANK_HEADER = "X-data-parallel-rank";
+
     public static final List<AsciiString> RESPONSE_HOP_HEADERS = List.of(
             HttpHeaderNames.CONNECTION, AsciiString.cached("keep-alive"), HttpHeaderNames.PROXY_AUTHENTICATE,
             HttpHeaderNames.PROXY_AUTHORIZATION, HttpHeaderNames.TE, HttpHeaderNames.TRAILER,

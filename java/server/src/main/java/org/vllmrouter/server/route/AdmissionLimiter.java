@@ -1,4 +1,4 @@
-package org.vllmrouter.server;
+package org.vllmrouter.server.route;
 
 import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.Ticker;
@@ -13,7 +13,7 @@ import java.util.concurrent.TimeUnit;
  * The bucket reads time from a {@link Ticker} so tests can freeze it: with real time a held token is refilled within
  * a second, and a test could never be sure the next request finds the bucket empty.
  */
-final class AdmissionLimiter {
+public final class AdmissionLimiter {
 
     interface Ticket {
         void admitted();
@@ -35,7 +35,7 @@ final class AdmissionLimiter {
     private long lastRefill;
     private ScheduledFuture<?> drain;
 
-    AdmissionLimiter(int maxConcurrent, Integer tokensPerSecond, int queueSize, int queueTimeoutSecs, EventExecutor scheduler,
+    public AdmissionLimiter(int maxConcurrent, Integer tokensPerSecond, int queueSize, int queueTimeoutSecs, EventExecutor scheduler,
                      Ticker clock) {
         this.capacity = Math.max(1, maxConcurrent);
         double perSecond = tokensPerSecond == null ? capacity : Math.max(1, tokensPerSecond);

@@ -1,4 +1,4 @@
-package org.vllmrouter.server;
+package org.vllmrouter.server.http;
 
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
@@ -9,6 +9,7 @@ import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaderValues;
 import io.netty.handler.codec.http.HttpResponse;
+import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.handler.timeout.IdleStateEvent;
@@ -16,26 +17,34 @@ import io.netty.util.ReferenceCountUtil;
 import java.util.ArrayDeque;
 import java.util.logging.Level;
 import java.util.logging.Logger;
+import org.vllmrouter.server.metrics.RouterMetrics;
 
 /**
  * The client side of one connection: takes aggregated requests one at a time (pipelined ones wait their turn, so
- * responses keep request order), hands each to the {@link Router}, and offers the response-writing calls the
- * router and proxy exchanges use. Everything runs on the connection's event loop.
+ * responses keep request order), hands each to the {@link RequestHandler} (turning them away instead while the
+ * router drains), and offers the response-writing calls the routes and proxy exchanges use. Every response is
+ * counted in the HTTP request metrics under the route label its handler set. Everything runs on the connection's
+ * event loop.
  */
-final class FrontendHandler extends ChannelInboundHandlerAdapter {
+public final class FrontendHandler extends ChannelInboundHandlerAdapter {
 
     /** Whatever is producing the current response and must hear about the client. */
-    interface Exchange {
+    public interface Exchange {
         void onClientGone();
 
         void onClientWritable();
     }
 
+    /** Route label of a request no route claimed (the proxy fallback, bad paths). */
+    public static final String UNMATCHED = "unmatched";
+
     private static final Logger LOG = Logger.getLogger(FrontendHandler.class.getName());
     /** Pipelined requests beyond this many stop reads until the queue drains. */
     private static final int MAX_QUEUED = 16;
 
-    private final Router router;
+    private final RequestHandler handler;
+    private final InFlightRequests inFlight;
+    private final RouterMetrics metrics;
     private final ArrayDeque<FullHttpRequest> queued = new ArrayDeque<>();
     private ChannelHandlerContext ctx;
     private boolean busy;
@@ -44,8 +53,10 @@ final class FrontendHandler extends ChannelInboundHandlerAdapter {
     private String method;
     private String routeLabel;
 
-    FrontendHandler(Router router) {
-        this.router = router;
+    public FrontendHandler(RequestHandler handler, InFlightRequests inFlight, RouterMetrics metrics) {
+        this.handler = handler;
+        this.inFlight = inFlight;
+        this.metrics = metrics;
     }
 
     @Override
@@ -71,12 +82,20 @@ final class FrontendHandler extends ChannelInboundHandlerAdapter {
 
     private void start(FullHttpRequest request) {
         busy = true;
-        router.requestStarted();
+        inFlight.started();
         keepAlive = HttpUtil.isKeepAlive(request);
         method = request.method().name();
-        routeLabel = Router.UNMATCHED;
+        routeLabel = UNMATCHED;
+        if (inFlight.draining()) {
+            request.release();
+            FullHttpResponse response = Responses.text(ctx.alloc(), HttpResponseStatus.SERVICE_UNAVAILABLE,
+                    "Router is shutting down");
+            response.headers().set(HttpHeaderNames.CONNECTION, "close");
+            respond(response);
+            return;
+        }
         try {
-            router.handle(this, request);
+            handler.handle(this, request);
         } catch (RuntimeException e) {
             // A bug, not bad input: the request's state is unknown, so the connection goes (and its request with it).
             LOG.log(Level.SEVERE, "Unexpected failure handling " + method + " " + request.uri(), e);
@@ -84,31 +103,31 @@ final class FrontendHandler extends ChannelInboundHandlerAdapter {
         }
     }
 
-    ChannelHandlerContext context() {
+    public ChannelHandlerContext context() {
         return ctx;
     }
 
     /** The route template the current request matched, for the HTTP request metrics. */
-    void setRouteLabel(String routeLabel) {
+    public void setRouteLabel(String routeLabel) {
         this.routeLabel = routeLabel;
     }
 
     /** Registers the producer of the current response so a disconnect or writability change reaches it. */
-    void setExchange(Exchange exchange) {
+    public void setExchange(Exchange exchange) {
         this.exchange = exchange;
     }
 
-    boolean isActive() {
+    public boolean isActive() {
         return ctx.channel().isActive();
     }
 
-    boolean isWritable() {
+    public boolean isWritable() {
         return ctx.channel().isWritable();
     }
 
     /** Writes a complete response and moves on to the next request. */
-    void respond(FullHttpResponse response) {
-        router.recordHttp(routeLabel, method, response.status().code());
+    public void respond(FullHttpResponse response) {
+        metrics.httpRequest(routeLabel, method, response.status().code());
         if (!HttpUtil.isKeepAlive(response)) {
             keepAlive = false;
         }
@@ -117,14 +136,14 @@ final class FrontendHandler extends ChannelInboundHandlerAdapter {
         complete();
     }
 
-    void sendHead(HttpResponse head) {
-        router.recordHttp(routeLabel, method, head.status().code());
+    public void sendHead(HttpResponse head) {
+        metrics.httpRequest(routeLabel, method, head.status().code());
         applyConnectionHeader(head);
         ctx.write(head);
     }
 
     /** Takes ownership of {@code part}; written now, flushed at the end of the worker's read burst. */
-    void sendPart(HttpContent part) {
+    public void sendPart(HttpContent part) {
         ctx.write(part);
         if (part instanceof LastHttpContent) {
             ctx.flush();
@@ -132,12 +151,12 @@ final class FrontendHandler extends ChannelInboundHandlerAdapter {
         }
     }
 
-    void flush() {
+    public void flush() {
         ctx.flush();
     }
 
     /** Ends a response that cannot be completed (its head is already out): the client sees the connection close. */
-    void abort() {
+    public void abort() {
         exchange = null;
         ctx.writeAndFlush(io.netty.buffer.Unpooled.EMPTY_BUFFER).addListener(ChannelFutureListener.CLOSE);
     }
@@ -156,7 +175,7 @@ final class FrontendHandler extends ChannelInboundHandlerAdapter {
         exchange = null;
         if (busy) {
             busy = false;
-            router.requestEnded();
+            inFlight.ended();
         }
         if (!keepAlive) {
             ctx.writeAndFlush(io.netty.buffer.Unpooled.EMPTY_BUFFER).addListener(ChannelFutureListener.CLOSE);
@@ -192,7 +211,7 @@ final class FrontendHandler extends ChannelInboundHandlerAdapter {
         }
         if (busy) {
             busy = false;
-            router.requestEnded();
+            inFlight.ended();
         }
         ctx.fireChannelInactive();
     }

@@ -1,4 +1,4 @@
-package org.vllmrouter.server;
+package org.vllmrouter.server.route;
 
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
@@ -33,20 +33,23 @@ import java.util.logging.Logger;
 import org.vllmrouter.core.config.RouterConfig;
 import org.vllmrouter.core.policy.LoadBalancingPolicy;
 import org.vllmrouter.core.policy.PolicyRegistry;
+import org.vllmrouter.core.policy.RoutingRequest;
 import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRegistry;
 import org.vllmrouter.core.worker.WorkerRole;
+import org.vllmrouter.server.http.AggregatedBody;
+import org.vllmrouter.server.http.FrontendHandler;
+import org.vllmrouter.server.http.Json;
 import org.vllmrouter.server.http.JsonBodyCheck;
 import org.vllmrouter.server.http.RequestPath;
 import org.vllmrouter.server.http.Responses;
-import org.vllmrouter.server.http.Json;
-import org.vllmrouter.server.http.AggregatedBody;
 import org.vllmrouter.server.metrics.RouterMetrics;
-import org.vllmrouter.server.worker.ControlClient;
-import org.vllmrouter.server.proxy.WorkerAddress;
 import org.vllmrouter.server.proxy.Hop;
-import org.vllmrouter.server.proxy.RetryPolicy;
 import org.vllmrouter.server.proxy.LogprobsMerge;
+import org.vllmrouter.server.proxy.ProxiedRequest;
+import org.vllmrouter.server.proxy.Proxy;
+import org.vllmrouter.server.proxy.WorkerAddress;
+import org.vllmrouter.server.worker.ControlClient;
 
 /**
  * Prefill/decode disaggregation. Prefill and decode workers are chosen independently by their own policy
@@ -65,39 +68,44 @@ final class PdRoutes {
     private final boolean vllmMode;
     private final WorkerRegistry workers;
     private final PolicyRegistry policies;
+    private final Proxy proxy;
     private final RouterMetrics metrics;
     private final Duration stageTimeout;
-    private Router router;
 
-    PdRoutes(RouterConfig config, WorkerRegistry workers, PolicyRegistry policies, RouterMetrics metrics) {
+    PdRoutes(RouterConfig config, WorkerRegistry workers, PolicyRegistry policies, Proxy proxy, RouterMetrics metrics) {
         this.vllmMode = config.vllmPdDisaggregation();
         this.workers = workers;
         this.policies = policies;
+        this.proxy = proxy;
         this.metrics = metrics;
         this.stageTimeout = Duration.ofSeconds(Math.max(1, config.requestTimeoutSecs()));
     }
 
-    void bind(Router router) {
-        this.router = router;
-    }
-
-    boolean handles(String route) {
+    /** Whether the inference route {@code route} runs through the PD pipeline (the others go to regular workers). */
+    static boolean pipelines(String route) {
         return PIPELINE_ROUTES.contains(route);
     }
 
-    /** Takes ownership of {@code request}. */
-    void handle(FrontendHandler front, FullHttpRequest request, RequestPath path, String route, String workerPath,
-                Router.RoutingInput input, Runnable admissionRelease) {
-        String target = path.rawQuery().isEmpty() ? workerPath : workerPath + "?" + path.rawQuery();
-        if (vllmMode && !route.equals("/generate")) {
-            twoStage(front, request, route, target, input, admissionRelease);
-        } else {
-            bootstrap(front, request, route, target, input, admissionRelease);
-        }
+    /** The handler of the pipelined inference route {@code route}, whose path on the workers is {@code workerPath}. */
+    InferenceHandler pipeline(String route, String workerPath) {
+        boolean twoStage = vllmMode && !route.equals("/generate");
+        return (front, request, path, admission) -> {
+            RoutingRequest routing = RoutingInput.read(front, request, true);
+            if (routing == null) {
+                admission.run();
+                return;
+            }
+            String target = path.rawQuery().isEmpty() ? workerPath : workerPath + "?" + path.rawQuery();
+            if (twoStage) {
+                twoStage(front, request, route, target, routing, admission);
+            } else {
+                bootstrap(front, request, route, target, routing, admission);
+            }
+        };
     }
 
     /** The proxy fallback in PD mode: POST only, through the mode's pipeline on the same path. */
-    void fallback(FrontendHandler front, FullHttpRequest request, RequestPath path, Router.RoutingInput input) {
+    void fallback(FrontendHandler front, FullHttpRequest request, RequestPath path, RoutingRequest input) {
         if (!request.method().equals(HttpMethod.POST)) {
             request.release();
             front.respond(Responses.text(front.context().alloc(), HttpResponseStatus.METHOD_NOT_ALLOWED,
@@ -119,8 +127,8 @@ final class PdRoutes {
 
     private record Pair(Worker prefill, Worker decode) {}
 
-    private Pair select(Router.RoutingInput input) {
-        String model = input.extraction().model();
+    private Pair select(RoutingRequest input) {
+        String model = input.model();
         LoadBalancingPolicy prefillPolicy = policies.prefillPolicy();
         LoadBalancingPolicy decodePolicy = policies.decodePolicy();
         List<Worker> prefills = workers.candidates(model, WorkerRole.PREFILL);
@@ -128,8 +136,8 @@ final class PdRoutes {
         if (prefills.isEmpty() || decodes.isEmpty()) {
             return null;
         }
-        Worker prefill = prefillPolicy.select(prefills, input.request());
-        Worker decode = prefill == null ? null : decodePolicy.select(decodes, input.request());
+        Worker prefill = prefillPolicy.select(prefills, input);
+        Worker decode = prefill == null ? null : decodePolicy.select(decodes, input);
         if (prefill == null || decode == null) {
             return null;
         }
@@ -142,7 +150,7 @@ final class PdRoutes {
 
     /** The (prefill, decode) pair for a PD request, counted in the metrics; null once the client has its 503. */
     private Pair selectAndCount(FrontendHandler front, FullHttpRequest request, String route,
-                                Router.RoutingInput input, Runnable admissionRelease) {
+                                RoutingRequest input, Runnable admissionRelease) {
         Pair pair = select(input);
         if (pair == null) {
             noWorkers(front, request, admissionRelease);
@@ -153,7 +161,7 @@ final class PdRoutes {
     }
 
     private void twoStage(FrontendHandler front, FullHttpRequest request, String route, String target,
-                          Router.RoutingInput input, Runnable admissionRelease) {
+                          RoutingRequest input, Runnable admissionRelease) {
         long start = System.nanoTime();
         Pair pair = selectAndCount(front, request, route, input, admissionRelease);
         if (pair == null) {
@@ -232,7 +240,7 @@ final class PdRoutes {
     }
 
     private void bootstrap(FrontendHandler front, FullHttpRequest request, String route, String target,
-                           Router.RoutingInput input, Runnable admissionRelease) {
+                           RoutingRequest input, Runnable admissionRelease) {
         long start = System.nanoTime();
         Pair pair = selectAndCount(front, request, route, input, admissionRelease);
         if (pair == null) {
@@ -322,20 +330,15 @@ final class PdRoutes {
                         LoadBalancingPolicy decodePolicy) {
         FullHttpRequest decodeRequest = request.replace(body);
         request.release();
-        boolean[] used = new boolean[1];
-        router.proxy(front, decodeRequest, route, target, headers, unreachable -> {
-            if (used[0]) {
-                return null;
-            }
-            used[0] = true;
-            return decode;
-        }, Router.NO_AVAILABLE_WORKERS, admissionRelease, decodePolicy, RetryPolicy.NONE,
-                (status, success, worker) -> {
+        proxy.start(front, new ProxiedRequest(route, decodeRequest, target, headers)
+                .sentTo(decode, decodePolicy)
+                .admission(admissionRelease)
+                .onCompletion((status, success) -> {
                     metrics.pdDuration(route, (System.nanoTime() - start) / 1e9);
                     if (!success) {
                         metrics.pdDecodeFailed(decode.url());
                     }
-                });
+                }));
     }
 
     /**
@@ -417,7 +420,7 @@ final class PdRoutes {
         request.release();
         admissionRelease.run();
         front.respond(Responses.text(front.context().alloc(), HttpResponseStatus.SERVICE_UNAVAILABLE,
-                Router.NO_AVAILABLE_WORKERS));
+                ProxiedRequest.NO_AVAILABLE_WORKERS));
     }
 
     private static HttpHeaders stageHeaders(String requestId) {
@@ -434,7 +437,7 @@ final class PdRoutes {
     private static HttpHeaders withRank(HttpHeaders headers, Worker worker) {
         HttpHeaders copy = headers.copy();
         if (worker.dpRank() >= 0) {
-            copy.set(ProxyExchange.DP_RANK_HEADER, worker.dpRank());
+            copy.set(Hop.DP_RANK_HEADER, worker.dpRank());
         }
         return copy;
     }

@@ -1,4 +1,4 @@
-package org.vllmrouter.server;
+package org.vllmrouter.server.route;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 

@@ -1,4 +1,4 @@
-package org.vllmrouter.server;
+package org.vllmrouter.server.proxy;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
@@ -12,7 +12,6 @@ import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaderValues;
 import io.netty.handler.codec.http.HttpHeaders;
-import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpObject;
 import io.netty.handler.codec.http.HttpResponse;
 import io.netty.handler.codec.http.HttpResponseStatus;
@@ -22,52 +21,30 @@ import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.Future;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import org.vllmrouter.core.worker.Worker;
+import org.vllmrouter.server.http.FrontendHandler;
 import org.vllmrouter.server.http.Responses;
-import org.vllmrouter.server.proxy.WorkerAddress;
-import org.vllmrouter.server.proxy.Hop;
-import org.vllmrouter.server.proxy.RetryPolicy;
 
 /**
  * One proxied request: picks a worker per attempt, forwards the body bytes untouched over a pooled connection of
  * the client's event loop, and relays the answer part by part as it arrives. Retryable statuses and transport
  * failures are retried with backoff until the response head has been relayed; after that the exchange is
  * committed. A client that leaves cancels the worker request by closing its connection (vLLM aborts the
- * generation). The worker's load counter and the admission token are released exactly once; everything here
- * runs on one event loop, so plain fields suffice.
+ * generation). Every worker call goes through {@link WorkerCalls}; the worker's load and the admission token are
+ * released exactly once. Everything here runs on one event loop, so plain fields suffice.
  */
 final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Exchange {
-
-    /**
-     * Chooses the worker of one attempt; null when none is available. {@code unreachable} holds the workers this
-     * request already failed to reach, so a retry (and a sticky session bound to a dead worker) moves elsewhere.
-     */
-    interface Selector {
-        Worker select(Set<Worker> unreachable);
-    }
-
-    /** Hears the end of the exchange: the final status and whether it counts as success. */
-    interface Completion {
-        void completed(int status, boolean success, Worker lastWorker);
-    }
-
-    static final String DP_RANK_HEADER = "X-data-parallel-rank";
     private static final int MAX_STALE_CONNECTIONS = 3;
 
-    private final ProxyContext context;
+    private final Proxy proxy;
     private final FrontendHandler front;
     private final EventLoop loop;
-    private final HttpMethod method;
-    private final String target;
-    private final HttpHeaders headers;
-    private final ByteBuf body;
-    private final Selector selector;
-    private final String noWorkerMessage;
-    private final Runnable admissionRelease;
-    private final Completion completion;
+    private final ProxiedRequest request;
+    private final long startNanos = System.nanoTime();
 
     private int attempt;
     private Worker worker;
@@ -78,31 +55,19 @@ final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Ex
     private boolean admissionReleased;
     private boolean finished;
     private int relayedStatus;
-    private Worker lastWorker;
+    /** Workers this request failed to reach, so a retry (and a sticky session bound to a dead worker) moves elsewhere. */
     private final Set<Worker> unreachable = new HashSet<>(2);
     /** The current connection served an earlier exchange, so the worker may have closed it while it sat idle. */
     private boolean reusedConnection;
     private int staleConnections;
     private ScheduledFuture<?> timeout;
 
-    /**
-     * @param headers headers to send to the worker (hop-by-hop ones already removed); Host, Content-Length and the
-     *                DP rank are set per attempt
-     * @param body    owned by the exchange from now on
-     */
-    ProxyExchange(ProxyContext context, FrontendHandler front, HttpMethod method, String target, HttpHeaders headers,
-                  ByteBuf body, Selector selector, String noWorkerMessage, Runnable admissionRelease, Completion completion) {
-        this.context = context;
+    /** Takes ownership of {@code request}. */
+    ProxyExchange(Proxy proxy, FrontendHandler front, ProxiedRequest request) {
+        this.proxy = proxy;
         this.front = front;
         this.loop = front.context().channel().eventLoop();
-        this.method = method;
-        this.target = target;
-        this.headers = headers;
-        this.body = body;
-        this.selector = selector;
-        this.noWorkerMessage = noWorkerMessage;
-        this.admissionRelease = admissionRelease;
-        this.completion = completion;
+        this.request = request;
     }
 
     void start() {
@@ -111,7 +76,7 @@ final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Ex
             onClientGone();
             return;
         }
-        timeout = loop.schedule(this::onTimeout, context.requestTimeoutNanos(), TimeUnit.NANOSECONDS);
+        timeout = loop.schedule(this::onTimeout, proxy.requestTimeoutNanos, TimeUnit.NANOSECONDS);
         attempt();
     }
 
@@ -122,18 +87,38 @@ final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Ex
         attempt++;
         Worker chosen;
         try {
-            chosen = selector.select(unreachable);
+            chosen = choose();
         } catch (RuntimeException e) {
             respondLocally(HttpResponseStatus.INTERNAL_SERVER_ERROR, "Worker selection failed: " + e.getMessage());
             return;
         }
         if (chosen == null) {
-            respondLocally(HttpResponseStatus.SERVICE_UNAVAILABLE, noWorkerMessage);
+            respondLocally(HttpResponseStatus.SERVICE_UNAVAILABLE, request.noWorkerMessage);
             return;
         }
         worker = chosen;
-        chosen.incrementLoad();
-        context.pools().acquire(loop, chosen.baseUrl()).addListener((Future<Channel> f) -> onAcquired(f, chosen));
+        proxy.calls.started(chosen);
+        proxy.pools.acquire(loop, chosen.baseUrl()).addListener((Future<Channel> f) -> onAcquired(f, chosen));
+    }
+
+    /** The worker of this attempt: the route's own, or the policy's choice among the reachable candidates. */
+    private Worker choose() {
+        if (request.routing == null) {
+            return request.worker;
+        }
+        List<Worker> candidates = proxy.workers.candidates(request.routing.model(), request.role);
+        if (candidates.isEmpty()) {
+            return null;
+        }
+        if (!unreachable.isEmpty()) {
+            List<Worker> reachable = candidates.stream().filter(w -> !unreachable.contains(w)).toList();
+            candidates = reachable.isEmpty() ? candidates : reachable;
+        }
+        Worker chosen = request.policy.select(candidates, request.routing);
+        if (chosen != null) {
+            proxy.calls.selected(request.policy, chosen);
+        }
+        return chosen;
     }
 
     private void onAcquired(Future<Channel> acquired, Worker chosen) {
@@ -153,16 +138,18 @@ final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Ex
         BackendHandler.attach(channel, this);
         // The exchange's own header set goes out as is (no copy per attempt); the encoder is done with it before a
         // retry changes the per-worker entries.
+        HttpHeaders headers = request.headers;
+        ByteBuf body = request.client.content();
         headers.set(HttpHeaderNames.HOST, WorkerAddress.of(chosen.baseUrl()).hostHeader());
         headers.setInt(HttpHeaderNames.CONTENT_LENGTH, body.readableBytes());
         if (chosen.dpRank() >= 0) {
-            headers.set(DP_RANK_HEADER, chosen.dpRank());
+            headers.set(Hop.DP_RANK_HEADER, chosen.dpRank());
         } else {
-            headers.remove(DP_RANK_HEADER);
+            headers.remove(Hop.DP_RANK_HEADER);
         }
-        FullHttpRequest request = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, method, target, body.retainedDuplicate(),
-                headers, EmptyHttpHeaders.INSTANCE);
-        channel.writeAndFlush(request).addListener((ChannelFutureListener) w -> {
+        FullHttpRequest toWorker = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, request.client.method(),
+                request.target, body.retainedDuplicate(), headers, EmptyHttpHeaders.INSTANCE);
+        channel.writeAndFlush(toWorker).addListener((ChannelFutureListener) w -> {
             if (!w.isSuccess() && backend == w.channel()) {
                 dropBackend();
                 connectionLost(w.cause());
@@ -179,7 +166,7 @@ final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Ex
         Worker chosen = worker;
         if (reusedConnection && chosen != null && staleConnections < MAX_STALE_CONNECTIONS) {
             staleConnections++;
-            context.pools().acquire(loop, chosen.baseUrl()).addListener((Future<Channel> f) -> onAcquired(f, chosen));
+            proxy.pools.acquire(loop, chosen.baseUrl()).addListener((Future<Channel> f) -> onAcquired(f, chosen));
         } else {
             attemptFailed("Request failed: " + describe(cause));
         }
@@ -200,7 +187,7 @@ final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Ex
                     // Settle the worker's load, the policy and the admission token before the client can see the
                     // end of the answer: a client that asks again at once must find them already up to date.
                     onBodyDone();
-                    finish(relayedStatus, successStatus(relayedStatus));
+                    finish(relayedStatus, WorkerCalls.success(relayedStatus));
                     front.sendPart(content);
                 } else {
                     front.sendPart(content);
@@ -228,14 +215,15 @@ final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Ex
             return;
         }
         backendKeepAlive = HttpUtil.isKeepAlive(head);
-        boolean success = successStatus(status);
-        recordOutcome(success);
-        if (RetryPolicy.retryableStatus(status) && attempt < context.retry().maxAttempts()) {
+        if (worker != null) {
+            proxy.calls.answered(worker, status);
+        }
+        if (RetryPolicy.retryableStatus(status) && attempt < request.retry.maxAttempts()) {
             draining = true;
             return;
         }
         if (RetryPolicy.retryableStatus(status) && attempt > 1) {
-            context.metrics().retriesExhausted(context.route());
+            proxy.metrics.retriesExhausted(request.route);
         }
         relaying = true;
         relayedStatus = status;
@@ -297,22 +285,22 @@ final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Ex
             finish(relayedStatus, false);
         } else {
             respondLocally(HttpResponseStatus.GATEWAY_TIMEOUT,
-                    "Request timed out after " + TimeUnit.NANOSECONDS.toSeconds(context.requestTimeoutNanos()) + "s");
+                    "Request timed out after " + TimeUnit.NANOSECONDS.toSeconds(proxy.requestTimeoutNanos) + "s");
         }
     }
 
     /** A transport failure (no head received): retry if attempts remain, else answer 500 as upstream does. */
     private void attemptFailed(String message) {
-        recordOutcome(false);
         if (worker != null) {
+            proxy.calls.unanswered(worker);
             unreachable.add(worker);
         }
         releaseWorker(false);
-        if (attempt < context.retry().maxAttempts()) {
+        if (attempt < request.retry.maxAttempts()) {
             retryLater();
         } else {
             if (attempt > 1) {
-                context.metrics().retriesExhausted(context.route());
+                proxy.metrics.retriesExhausted(request.route);
             }
             respondLocally(HttpResponseStatus.INTERNAL_SERVER_ERROR, message);
         }
@@ -320,8 +308,8 @@ final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Ex
 
     private void retryLater() {
         releaseWorker(false);
-        long delay = context.retry().backoffNanos(attempt);
-        context.metrics().retry(context.route(), attempt, delay / 1e9);
+        long delay = request.retry.backoffNanos(attempt);
+        proxy.metrics.retry(request.route, attempt, delay / 1e9);
         loop.schedule(this::attempt, delay, TimeUnit.NANOSECONDS);
     }
 
@@ -338,7 +326,7 @@ final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Ex
                 channel.close();
             }
         }
-        releaseWorker(relaying && successStatus(relayedStatus));
+        releaseWorker(relaying && WorkerCalls.success(relayedStatus));
     }
 
     private void dropBackend() {
@@ -351,28 +339,18 @@ final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Ex
         }
     }
 
-    private void recordOutcome(boolean success) {
-        Worker w = worker;
-        if (w != null) {
-            w.circuitBreaker().recordOutcome(success);
-            context.metrics().circuitOutcome(w.url(), success);
-        }
-    }
-
     private void releaseWorker(boolean success) {
         Worker w = worker;
         if (w != null) {
             worker = null;
-            lastWorker = w;
-            w.decrementLoad();
-            context.onWorkerDone(w, success);
+            proxy.calls.ended(w, request.policy, success);
         }
     }
 
     private void releaseAdmission() {
         if (!admissionReleased) {
             admissionReleased = true;
-            admissionRelease.run();
+            request.admission.run();
         }
     }
 
@@ -393,13 +371,11 @@ final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Ex
         }
         releaseWorker(success);
         releaseAdmission();
-        body.release();
-        completion.completed(status, success, lastWorker);
-    }
-
-    /** Upstream's circuit-breaker rule: 2xx and 4xx are the worker doing its job. */
-    private static boolean successStatus(int status) {
-        return (status >= 200 && status < 300) || (status >= 400 && status < 500);
+        request.client.release();
+        proxy.metrics.requestEnded(request.route, status, success, (System.nanoTime() - startNanos) / 1e9);
+        if (request.completion != null) {
+            request.completion.completed(status, success);
+        }
     }
 
     /** Worker response head minus hop-by-hop headers; re-framed chunked when the worker gave no length. */

@@ -1,4 +1,4 @@
-package org.vllmrouter.server;
+package org.vllmrouter.server.proxy;
 
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandlerContext;

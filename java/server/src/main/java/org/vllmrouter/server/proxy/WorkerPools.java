@@ -1,4 +1,4 @@
-package org.vllmrouter.server;
+package org.vllmrouter.server.proxy;
 
 import io.netty.bootstrap.Bootstrap;
 import io.netty.channel.Channel;
@@ -15,8 +15,6 @@ import java.util.ArrayDeque;
 import java.util.HashMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import org.vllmrouter.server.proxy.Transport;
-import org.vllmrouter.server.proxy.WorkerAddress;
 
 /**
  * Keep-alive connections to workers, one pool per (event loop, worker) so a proxied request runs on the thread of

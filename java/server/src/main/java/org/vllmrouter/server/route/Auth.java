@@ -1,4 +1,4 @@
-package org.vllmrouter.server;
+package org.vllmrouter.server.route;
 
 import io.netty.channel.EventLoop;
 import io.netty.handler.codec.http.DefaultHttpHeaders;
