@@ -122,7 +122,7 @@ public final class RouterServer implements AutoCloseable {
             AdmissionLimiter limiter = new AdmissionLimiter(config.maxConcurrentRequests(),
                     config.rateLimitTokensPerSecond(), config.queueSize(), config.queueTimeoutSecs(), control,
                     limiterClock != null ? limiterClock : control.ticker());
-            RouteTable routes = new RouteTable(config, workers, policies, factory, proxy, metrics, limiter);
+            RouteTable routes = new RouteTable(config, workers, policies, factory, proxy, calls, metrics, limiter);
             InFlightRequests inFlight = new InFlightRequests();
             listener = bind(group, config.host(), config.port(), routerInitializer(config, routes, inFlight, metrics),
                     "router");

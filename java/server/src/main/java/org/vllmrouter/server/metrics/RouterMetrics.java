@@ -135,7 +135,7 @@ public final class RouterMetrics {
         }
     }
 
-    public void requestSucceeded(String route, double seconds) {
+    private void requestSucceeded(String route, double seconds) {
         point(requestsByRoute, route, requests::labelValues).inc();
         point(durationByRoute, route, requestDuration::labelValues).observe(seconds);
         generateDuration.observe(seconds);

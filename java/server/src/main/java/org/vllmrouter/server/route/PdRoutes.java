@@ -49,6 +49,7 @@ import org.vllmrouter.server.proxy.LogprobsMerge;
 import org.vllmrouter.server.proxy.ProxiedRequest;
 import org.vllmrouter.server.proxy.Proxy;
 import org.vllmrouter.server.proxy.WorkerAddress;
+import org.vllmrouter.server.proxy.WorkerCalls;
 import org.vllmrouter.server.worker.ControlClient;
 
 /**
@@ -69,14 +70,17 @@ final class PdRoutes {
     private final WorkerRegistry workers;
     private final PolicyRegistry policies;
     private final Proxy proxy;
+    private final WorkerCalls calls;
     private final RouterMetrics metrics;
     private final Duration stageTimeout;
 
-    PdRoutes(RouterConfig config, WorkerRegistry workers, PolicyRegistry policies, Proxy proxy, RouterMetrics metrics) {
+    PdRoutes(RouterConfig config, WorkerRegistry workers, PolicyRegistry policies, Proxy proxy, WorkerCalls calls,
+             RouterMetrics metrics) {
         this.vllmMode = config.vllmPdDisaggregation();
         this.workers = workers;
         this.policies = policies;
         this.proxy = proxy;
+        this.calls = calls;
         this.metrics = metrics;
         this.stageTimeout = Duration.ofSeconds(Math.max(1, config.requestTimeoutSecs()));
     }
@@ -141,10 +145,8 @@ final class PdRoutes {
         if (prefill == null || decode == null) {
             return null;
         }
-        prefill.incrementProcessed();
-        decode.incrementProcessed();
-        metrics.selected(prefillPolicy.name(), prefill.url());
-        metrics.selected(decodePolicy.name(), decode.url());
+        calls.selected(prefillPolicy, prefill);
+        calls.selected(decodePolicy, decode);
         return new Pair(prefill, decode);
     }
 
@@ -184,7 +186,7 @@ final class PdRoutes {
         HttpHeaders stageHeaders = stageHeaders(requestId);
         EventLoop loop = front.context().channel().eventLoop();
         Worker prefill = pair.prefill;
-        prefill.incrementLoad();
+        calls.started(prefill);
         CompletableFuture<ControlClient.Reply> prefillCall = ControlClient.send(loop, HttpMethod.POST,
                 prefill.baseUrl(), target, withRank(stageHeaders, prefill), prefillBody, stageTimeout);
         front.setExchange(new FrontendHandler.Exchange() {
@@ -198,16 +200,14 @@ final class PdRoutes {
             }
         });
         prefillCall.whenComplete((reply, error) -> loop.execute(() -> {
-            prefill.decrementLoad();
+            stageEnded(prefill, policies.prefillPolicy(), prefillCall, reply, error);
             if (prefillCall.isCancelled()) {
-                policies.prefillPolicy().onComplete(prefill, false);
                 request.release();
                 admissionRelease.run();
                 return;
             }
+            // The pipeline goes on only with a 2xx JSON answer, whatever the circuit made of it.
             boolean ok = error == null && reply.ok();
-            prefill.circuitBreaker().recordOutcome(error == null && reply.status() < 500);
-            policies.prefillPolicy().onComplete(prefill, ok);
             JsonNode prefillAnswer = ok ? answerObject(reply.body()) : null;
             if (!ok || prefillAnswer == null) {
                 String detail = error != null ? "prefill request failed: " + error.getMessage()
@@ -234,7 +234,7 @@ final class PdRoutes {
                         prefillAnswer, original.path("echo").asBoolean(false), admissionRelease, start);
             } else {
                 decode(front, request, route, target, pair.decode, withRank(stageHeaders, pair.decode), decodeBody,
-                        admissionRelease, start, policies.decodePolicy());
+                        admissionRelease, start);
             }
         }));
     }
@@ -255,23 +255,20 @@ final class PdRoutes {
         ByteBuf prefillBody = splice(request.content(), fields);
         byte[] prefillBytes = ByteBufUtil.getBytes(prefillBody);
         prefillBody.release();
-        prefill.incrementLoad();
+        calls.started(prefill);
         // The prefill answer is not needed (no logprob merge); it is read and dropped in the background.
-        ControlClient.send(loop, HttpMethod.POST, prefill.baseUrl(), target, withRank(headers, prefill), prefillBytes,
-                        stageTimeout)
-                .whenComplete((reply, error) -> {
-                    prefill.decrementLoad();
-                    boolean ok = error == null && reply.ok();
-                    prefill.circuitBreaker().recordOutcome(error == null && reply.status() < 500);
-                    policies.prefillPolicy().onComplete(prefill, ok);
-                    if (!ok) {
-                        metrics.pdPrefillFailed(prefill.url(), "prefill_error");
-                        LOG.warning("Prefill request to " + prefill.url() + " failed: "
-                                + (error != null ? error.getMessage() : "HTTP " + reply.status()));
-                    }
-                });
+        CompletableFuture<ControlClient.Reply> prefillCall = ControlClient.send(loop, HttpMethod.POST,
+                prefill.baseUrl(), target, withRank(headers, prefill), prefillBytes, stageTimeout);
+        prefillCall.whenComplete((reply, error) -> {
+            stageEnded(prefill, policies.prefillPolicy(), prefillCall, reply, error);
+            if (error != null || !reply.ok()) {
+                metrics.pdPrefillFailed(prefill.url(), "prefill_error");
+                LOG.warning("Prefill request to " + prefill.url() + " failed: "
+                        + (error != null ? error.getMessage() : "HTTP " + reply.status()));
+            }
+        });
         decode(front, request, route, target, pair.decode, withRank(headers, pair.decode),
-                splice(request.content(), fields), admissionRelease, start, policies.decodePolicy());
+                splice(request.content(), fields), admissionRelease, start);
     }
 
     /**
@@ -325,20 +322,43 @@ final class PdRoutes {
         return -1;
     }
 
+    /**
+     * Accounts the end of a stage sent over a one-shot connection as the proxy accounts its own calls; returns
+     * whether the call counts as success. A cancelled call (the client left) records no circuit-breaker outcome,
+     * as in the proxy.
+     */
+    private boolean stageEnded(Worker worker, LoadBalancingPolicy policy, CompletableFuture<ControlClient.Reply> call,
+                               ControlClient.Reply reply, Throwable error) {
+        boolean success;
+        if (call.isCancelled()) {
+            success = false;
+        } else if (error != null) {
+            calls.unanswered(worker);
+            success = false;
+        } else {
+            success = calls.answered(worker, reply.status());
+        }
+        calls.ended(worker, policy, success);
+        return success;
+    }
+
+    /** The decode stage relayed part by part through the proxy. Takes ownership of {@code request} and {@code body}. */
     private void decode(FrontendHandler front, FullHttpRequest request, String route, String target, Worker decode,
-                        HttpHeaders headers, ByteBuf body, Runnable admissionRelease, long start,
-                        LoadBalancingPolicy decodePolicy) {
+                        HttpHeaders headers, ByteBuf body, Runnable admissionRelease, long start) {
         FullHttpRequest decodeRequest = request.replace(body);
         request.release();
         proxy.start(front, new ProxiedRequest(route, decodeRequest, target, headers)
-                .sentTo(decode, decodePolicy)
+                .sentTo(decode, policies.decodePolicy())
                 .admission(admissionRelease)
-                .onCompletion((status, success) -> {
-                    metrics.pdDuration(route, (System.nanoTime() - start) / 1e9);
-                    if (!success) {
-                        metrics.pdDecodeFailed(decode.url());
-                    }
-                }));
+                .onCompletion((status, success) -> decodeEnded(route, decode, start, success)));
+    }
+
+    /** The end of a decode stage, however it was sent. */
+    private void decodeEnded(String route, Worker decode, long start, boolean success) {
+        metrics.pdDuration(route, (System.nanoTime() - start) / 1e9);
+        if (!success) {
+            metrics.pdDecodeFailed(decode.url());
+        }
     }
 
     /**
@@ -352,7 +372,7 @@ final class PdRoutes {
         byte[] bytes = ByteBufUtil.getBytes(body);
         body.release();
         EventLoop loop = front.context().channel().eventLoop();
-        decode.incrementLoad();
+        calls.started(decode);
         CompletableFuture<ControlClient.Reply> decodeCall = ControlClient.send(loop, HttpMethod.POST,
                 decode.baseUrl(), target, headers, bytes, stageTimeout);
         front.setExchange(new FrontendHandler.Exchange() {
@@ -366,33 +386,28 @@ final class PdRoutes {
             }
         });
         decodeCall.whenComplete((reply, error) -> loop.execute(() -> {
-            decode.decrementLoad();
-            boolean ok = error == null && reply.ok();
-            decode.circuitBreaker().recordOutcome(error == null && reply.status() < 500);
-            policies.decodePolicy().onComplete(decode, ok);
+            boolean success = stageEnded(decode, policies.decodePolicy(), decodeCall, reply, error);
             admissionRelease.run();
-            metrics.pdDuration(route, (System.nanoTime() - start) / 1e9);
+            decodeEnded(route, decode, start, success);
+            double seconds = (System.nanoTime() - start) / 1e9;
             if (decodeCall.isCancelled()) {
-                metrics.requestFailed(route, "client_disconnected");
+                metrics.requestEnded(route, 499, false, seconds);
                 return;
             }
-            if (!ok) {
-                metrics.pdDecodeFailed(decode.url());
-            }
             if (error != null) {
-                metrics.requestFailed(route, "http_500");
+                metrics.requestEnded(route, 500, false, seconds);
                 front.respond(Responses.text(front.context().alloc(), HttpResponseStatus.INTERNAL_SERVER_ERROR,
                         "Request failed: " + error.getMessage()));
                 return;
             }
-            ObjectNode answer = ok ? answerObject(reply.body()) : null;
+            ObjectNode answer = reply.ok() ? answerObject(reply.body()) : null;
             if (answer == null) {
                 // An error answer (or one that is not a JSON object) has nothing to merge into: relayed as it came.
-                metrics.requestFailed(route, reply.status() >= 500 ? "http_" + reply.status() : "non_retryable_error");
+                metrics.requestEnded(route, reply.status(), false, seconds);
                 front.respond(relayed(front, reply.status(), reply.headers(), reply.body()));
                 return;
             }
-            metrics.requestSucceeded(route, (System.nanoTime() - start) / 1e9);
+            metrics.requestEnded(route, reply.status(), true, seconds);
             LogprobsMerge.into(answer, prefillAnswer, echo);
             byte[] merged;
             try {

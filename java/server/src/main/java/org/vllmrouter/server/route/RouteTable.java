@@ -19,6 +19,7 @@ import org.vllmrouter.server.http.Responses;
 import org.vllmrouter.server.metrics.RouterMetrics;
 import org.vllmrouter.server.proxy.Proxy;
 import org.vllmrouter.server.proxy.RetryPolicy;
+import org.vllmrouter.server.proxy.WorkerCalls;
 import org.vllmrouter.server.worker.WorkerFactory;
 
 /**
@@ -50,14 +51,14 @@ public final class RouteTable implements RequestHandler {
     private final RouterMetrics metrics;
 
     public RouteTable(RouterConfig config, WorkerRegistry workers, PolicyRegistry policies, WorkerFactory factory,
-                      Proxy proxy, RouterMetrics metrics, AdmissionLimiter limiter) {
+                      Proxy proxy, WorkerCalls calls, RouterMetrics metrics, AdmissionLimiter limiter) {
         this.auth = new Auth(config.adminApiKey(), config.apiKeyValidationUrls());
         this.limiter = limiter;
         this.releaseAdmission = limiter::release;
         this.metrics = metrics;
         RetryPolicy retry = RetryPolicy.from(config);
         PdRoutes pd = config.pdDisaggregation() || config.vllmPdDisaggregation()
-                ? new PdRoutes(config, workers, policies, proxy, metrics) : null;
+                ? new PdRoutes(config, workers, policies, proxy, calls, metrics) : null;
 
         // Inference path -> path on the worker.
         Map<String, String> inference = Map.of(
