@@ -10,6 +10,7 @@ parses its argv under GraalPy, with `vllm_router.engine_config.config_json_from_
 functions that need it, so this module imports on any runtime.
 """
 
+import json
 import threading
 from typing import Optional
 
@@ -56,17 +57,8 @@ class InProcessEngine:
         self._server.finishSession(str(session_id))
 
     def session_stats(self) -> dict:
-        """The session counters, shaped like the router's `GET /sessions` answer."""
-        stats = self._server.sessionStats()
-        by_worker = stats.activeByWorker()
-        return {
-            "active_by_worker": {str(url): int(by_worker.get(url)) for url in by_worker.keySet()},
-            "active_sessions": int(stats.activeSessions()),
-            "started": int(stats.started()),
-            "released": int(stats.released()),
-            "expired": int(stats.expired()),
-            "rebound": int(stats.rebound()),
-        }
+        """The router's `GET /sessions` answer, from the Java method that writes it."""
+        return json.loads(str(self._server.sessionsJson()))
 
     def is_running(self) -> bool:
         return not self._stopped.is_set()

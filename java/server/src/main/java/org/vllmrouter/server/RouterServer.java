@@ -41,6 +41,7 @@ import org.vllmrouter.server.proxy.Transport;
 import org.vllmrouter.server.proxy.WorkerCalls;
 import org.vllmrouter.server.route.AdmissionLimiter;
 import org.vllmrouter.server.route.RouteTable;
+import org.vllmrouter.server.route.SessionRoutes;
 import org.vllmrouter.server.worker.HealthChecker;
 import org.vllmrouter.server.worker.StartupWait;
 import org.vllmrouter.server.worker.WorkerFactory;
@@ -273,6 +274,11 @@ public final class RouterServer implements AutoCloseable {
 
     public SessionStats sessionStats() {
         return policies.sessionStats();
+    }
+
+    /** The {@code GET /sessions} answer as JSON text, for callers in this JVM. */
+    public String sessionsJson() {
+        return SessionRoutes.sessionsJson(policies, workers);
     }
 
     WorkerRegistry workers() {

@@ -18,7 +18,7 @@ import org.vllmrouter.server.http.RequestPath;
 import org.vllmrouter.server.http.Responses;
 
 /** {@code POST /finish_session} and {@code GET /sessions}: releasing and counting sticky sessions. */
-final class SessionRoutes {
+public final class SessionRoutes {
     private final WorkerRegistry workers;
     private final PolicyRegistry policies;
 
@@ -57,10 +57,15 @@ final class SessionRoutes {
 
     void sessions(FrontendHandler front, FullHttpRequest request, RequestPath path) {
         request.release();
-        front.respond(Responses.json(front.context().alloc(), HttpResponseStatus.OK, sessionsJson()));
+        front.respond(Responses.json(front.context().alloc(), HttpResponseStatus.OK, sessionsJson(policies, workers)));
     }
 
-    private String sessionsJson() {
+    /**
+     * The {@code GET /sessions} answer: the sticky-session counters summed over every policy instance, with every
+     * registered worker in {@code active_by_worker} (0 when it holds no session). The in-process Python bridge
+     * returns this same text, so both stay alike.
+     */
+    public static String sessionsJson(PolicyRegistry policies, WorkerRegistry workers) {
         SessionStats stats = policies.sessionStats();
         Map<String, Integer> byWorker = new TreeMap<>();
         for (Worker w : workers.all()) {
