@@ -6,7 +6,8 @@ are direct Java calls instead of HTTP. (The `vllm-router launch` / `print-config
 parses its argv under GraalPy, with `vllm_router.engine_config.config_json_from_argv`.)
 
 `start_engine` returns the engine handle every bridge returns (see `bridge/__init__.py`), plus
-`finish_session(id)` and `session_stats()` as direct calls. `java` is imported inside the
+`finish_session(id)` and `session_stats()` as direct calls (see docs/architecture.md, 'The process
+bridge'). `java` is imported inside the
 functions that need it, so this module imports on any runtime.
 """
 

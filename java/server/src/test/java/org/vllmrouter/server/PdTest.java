@@ -49,7 +49,7 @@ class PdTest {
         return cfg;
     }
 
-    /** Reference section 5.4: each session keeps its (prefill, decode) pair and both roles balance independently. */
+    /** Upstream's PD session test: each session keeps its (prefill, decode) pair and both roles balance independently. */
     @Test
     void twoStageStickySessionsPerRole() throws Exception {
         mock.workers().forEach(MockWorker::clearCaptured);
@@ -94,7 +94,7 @@ class PdTest {
         }
     }
 
-    /** Step 6: a non-streaming logprobs request gets the decode answer, read whole and merged, with its own length. */
+    /** A non-streaming logprobs request gets the decode answer, read whole and merged, with its own length. */
     @Test
     void twoStageLogprobsRequestGetsTheMergedDecodeAnswer() throws Exception {
         try (RouterServer router = Fixture.start(pdConfig("vllm_pd_disaggregation", null))) {

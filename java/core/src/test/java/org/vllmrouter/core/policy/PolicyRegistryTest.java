@@ -100,7 +100,7 @@ class PolicyRegistryTest {
         }
     }
 
-    /** Spec 5.4: each role pins and balances sessions independently, whatever the prompt of each turn. */
+    /** PD: each role pins and balances sessions independently, whatever the prompt of each turn. */
     @Test
     void pdSessionsStickToTheirPairAcrossTurnsAndBalanceOnBothRoles() throws Exception {
         try (PolicyRegistry reg = new PolicyRegistry(RouterConfig.fromJson("{\"policy\": \"sticky_least_loaded\"}"))) {

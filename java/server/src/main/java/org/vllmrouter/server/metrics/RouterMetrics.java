@@ -18,10 +18,10 @@ import org.vllmrouter.core.worker.CircuitBreaker;
 import org.vllmrouter.core.worker.Worker;
 
 /**
- * Upstream's metric names (reference section 7) plus the session metrics of sticky routing
- * ({@code vllm_router_sticky_*}). Each router owns its registry, so several routers can share a JVM.
- * Worker and session gauges are read at scrape time from the registry and the policies. No exemplars: nothing
- * here carries a trace id, and sampling them costs every request a little.
+ * Upstream's metric names plus the session metrics of sticky routing ({@code vllm_router_sticky_*}). Each router
+ * owns its registry, so several routers can share a JVM. Worker and session gauges are read at scrape time from the
+ * registry and the policies. No exemplars: nothing here carries a trace id, and sampling them costs every request
+ * a little.
  */
 public final class RouterMetrics {
     private static final double[] DURATION_BUCKETS = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30,

@@ -5,11 +5,11 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
 /**
- * Section 5.3 step 6: folds the prefill stage's logprobs into the decode answer of a non-streaming vLLM two-stage
- * request. The rule, as vLLM's PD proxies apply it: the <em>prompt side</em> comes from prefill (only the prefill
- * worker ran the prompt through the model; the decode worker received its KV cache and computed no prompt
- * logprobs), the <em>generated side</em> comes from decode (the decode worker generates every output token; the
- * prefill's single sampled token is thrown away, so its logprob is too).
+ * Folds the prefill stage's logprobs into the decode answer of a non-streaming vLLM two-stage request. The rule,
+ * as vLLM's PD proxies apply it: the <em>prompt side</em> comes from prefill (only the prefill worker ran the prompt
+ * through the model; the decode worker received its KV cache and computed no prompt logprobs), the <em>generated
+ * side</em> comes from decode (the decode worker generates every output token; the prefill's single sampled token
+ * is thrown away, so its logprob is too).
  * <ul>
  * <li>{@code prompt_logprobs} at the top level (chat completions, {@code /inference/v1/generate}) and per choice
  *     (completions) is copied from prefill when prefill has it.</li>
@@ -28,7 +28,7 @@ public final class LogprobsMerge {
 
     private LogprobsMerge() {}
 
-    /** Whether step 6 applies: logprobs asked for ({@code logprobs} present or {@code echo: true}), no streaming. */
+    /** Whether the merge applies: logprobs asked for ({@code logprobs} present or {@code echo: true}), no streaming. */
     public static boolean requested(JsonNode request) {
         JsonNode logprobs = request.get("logprobs");
         boolean asked = (logprobs != null && !logprobs.isNull() && !(logprobs.isBoolean() && !logprobs.asBoolean()))

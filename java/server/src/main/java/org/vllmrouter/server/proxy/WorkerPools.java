@@ -20,7 +20,8 @@ import java.util.concurrent.TimeUnit;
  * Keep-alive connections to workers, one pool per (event loop, worker) so a proxied request runs on the thread of
  * its client connection from start to finish. Each connection carries a {@link BackendHandler}. A pool is only
  * ever touched on its own event loop, so it is a plain deque: taking an idle connection costs no promise, no
- * listener and no health-check round, which a general-purpose channel pool spends on every request.
+ * listener and no health-check round, which a general-purpose channel pool spends on every request. See
+ * docs/architecture.md, 'Worker sources and transport'.
  */
 final class WorkerPools implements AutoCloseable {
     /**

@@ -53,12 +53,13 @@ import org.vllmrouter.server.proxy.WorkerCalls;
 import org.vllmrouter.server.worker.ControlClient;
 
 /**
- * Prefill/decode disaggregation. Prefill and decode workers are chosen independently by their own policy
- * instances (so sticky sessions pin a worker per role). vLLM two-stage mode (section 5.3): prefill with
- * {@code max_tokens=1} and {@code do_remote_decode}, then decode with the prefill's {@code kv_transfer_params}.
- * Bootstrap mode (section 5.2): the request goes to both at once with {@code bootstrap_host/port/room} added and
- * the decode answer is relayed. The decode request is the client's bytes with the new fields spliced in at the
- * front of the object, so everything else reaches the worker untouched.
+ * Prefill/decode disaggregation. Prefill and decode workers are chosen independently by their own policy instances
+ * (so sticky sessions pin a worker per role). vLLM two-stage mode: prefill with {@code max_tokens=1} and
+ * {@code do_remote_decode}, then decode with the prefill's {@code kv_transfer_params}. SGLang bootstrap mode: the
+ * request goes to both at once with {@code bootstrap_host/port/room} added and the decode answer is relayed. The
+ * decode request is the client's bytes with the new fields spliced in at the front of the object, so everything
+ * else reaches the worker untouched. The decode stage is relayed by the proxy unless logprobs must be merged; the
+ * other stages are one-shot calls accounted the same way (see {@link WorkerCalls}).
  */
 final class PdRoutes {
     private static final Logger LOG = Logger.getLogger(PdRoutes.class.getName());
@@ -469,7 +470,7 @@ final class PdRoutes {
         throw new IOException("expected a JSON object");
     }
 
-    /** The prefill-stage body of section 5.3: one token, no streaming, and a request to keep the KV for decode. */
+    /** The two-stage prefill body: one token, no streaming, and a request to keep the KV for decode. */
     static byte[] prefillBody(ObjectNode body, boolean samplingParams) throws IOException {
         ObjectNode limits = body;
         if (samplingParams) {

@@ -33,9 +33,10 @@ import org.vllmrouter.server.proxy.WorkerAddress;
 
 /**
  * One-shot HTTP exchanges on a fresh connection ({@code Connection: close}) for the control plane: health probes,
- * start-up waits, fan-outs (/get_loads, /flush_cache, responses), API-key validation and the PD prefill stage.
- * The data plane does not use this; it goes through {@link WorkerPools}. Cancelling the returned future closes
- * the connection, which is how a worker learns the caller went away.
+ * start-up waits, fan-outs (/get_loads, /flush_cache, responses), API-key validation, and the PD stages that are
+ * read whole (prefill, and decode when logprobs are merged). Relayed requests do not use this; they go through the
+ * proxy's pooled connections. Cancelling the returned future closes the connection, which is how a worker learns
+ * the caller went away.
  */
 public final class ControlClient {
     /** A complete reply; the body is copied out so no reference-counted buffer escapes. */

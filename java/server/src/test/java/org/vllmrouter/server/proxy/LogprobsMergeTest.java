@@ -9,7 +9,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.junit.jupiter.api.Test;
 
-/** Section 5.3 step 6: prompt-side logprobs from prefill, generated-side logprobs from decode. */
+/** The vLLM two-stage logprobs merge: prompt-side logprobs from prefill, generated-side logprobs from decode. */
 class LogprobsMergeTest {
     private static final ObjectMapper JSON = new ObjectMapper();
 
