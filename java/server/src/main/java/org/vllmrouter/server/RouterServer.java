@@ -47,9 +47,11 @@ import org.vllmrouter.server.worker.StartupWait;
 import org.vllmrouter.server.worker.WorkerFactory;
 
 /**
- * A running router: the HTTP listener, the Prometheus listener, the worker registry and policies, the health
- * checker and the session sweeper. {@link #start} returns once both ports are bound; {@link #close} stops
- * accepting, lets in-flight requests finish for a bounded time, then releases everything.
+ * A running router, and where its parts are put together: the HTTP listener (the inbound pipeline of package
+ * {@code http} ending in the {@code route} table, whose handlers hand requests to the {@code proxy}), the
+ * Prometheus listener ({@code metrics}), the worker registry and policies, the health checker ({@code worker}) and
+ * the session sweeper. {@link #start} returns once both ports are bound; {@link #close} stops accepting, lets
+ * in-flight requests finish for a bounded time, then releases everything.
  */
 public final class RouterServer implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(RouterServer.class.getName());

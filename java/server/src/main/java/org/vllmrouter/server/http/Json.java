@@ -30,7 +30,7 @@ public final class Json {
     }
 
     /** The OpenAI-style error envelope clients such as SkyRL read ({@code error.message}). */
-    public static String error(String message, String type, int code) {
+    static String error(String message, String type, int code) {
         return object(g -> {
             g.writeObjectFieldStart("error");
             g.writeStringField("message", message);

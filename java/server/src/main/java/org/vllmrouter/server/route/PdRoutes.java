@@ -110,7 +110,7 @@ final class PdRoutes {
     }
 
     /** The proxy fallback in PD mode: POST only, through the mode's pipeline on the same path. */
-    void fallback(FrontendHandler front, FullHttpRequest request, RequestPath path, RoutingRequest input) {
+    void fallback(FrontendHandler front, FullHttpRequest request, RequestPath path, RoutingRequest routing) {
         if (!request.method().equals(HttpMethod.POST)) {
             request.release();
             front.respond(Responses.text(front.context().alloc(), HttpResponseStatus.METHOD_NOT_ALLOWED,
@@ -124,16 +124,16 @@ final class PdRoutes {
             return;
         }
         if (vllmMode) {
-            twoStage(front, request, "fallback", path.rawTarget(), input, () -> {});
+            twoStage(front, request, "fallback", path.rawTarget(), routing, () -> {});
         } else {
-            bootstrap(front, request, "fallback", path.rawTarget(), input, () -> {});
+            bootstrap(front, request, "fallback", path.rawTarget(), routing, () -> {});
         }
     }
 
     private record Pair(Worker prefill, Worker decode) {}
 
-    private Pair select(RoutingRequest input) {
-        String model = input.model();
+    private Pair select(RoutingRequest routing) {
+        String model = routing.model();
         LoadBalancingPolicy prefillPolicy = policies.prefillPolicy();
         LoadBalancingPolicy decodePolicy = policies.decodePolicy();
         List<Worker> prefills = workers.candidates(model, WorkerRole.PREFILL);
@@ -141,8 +141,8 @@ final class PdRoutes {
         if (prefills.isEmpty() || decodes.isEmpty()) {
             return null;
         }
-        Worker prefill = prefillPolicy.select(prefills, input);
-        Worker decode = prefill == null ? null : decodePolicy.select(decodes, input);
+        Worker prefill = prefillPolicy.select(prefills, routing);
+        Worker decode = prefill == null ? null : decodePolicy.select(decodes, routing);
         if (prefill == null || decode == null) {
             return null;
         }
@@ -153,8 +153,8 @@ final class PdRoutes {
 
     /** The (prefill, decode) pair for a PD request, counted in the metrics; null once the client has its 503. */
     private Pair selectAndCount(FrontendHandler front, FullHttpRequest request, String route,
-                                RoutingRequest input, Runnable admissionRelease) {
-        Pair pair = select(input);
+                                RoutingRequest routing, Runnable admissionRelease) {
+        Pair pair = select(routing);
         if (pair == null) {
             noWorkers(front, request, admissionRelease);
             return null;
@@ -164,9 +164,9 @@ final class PdRoutes {
     }
 
     private void twoStage(FrontendHandler front, FullHttpRequest request, String route, String target,
-                          RoutingRequest input, Runnable admissionRelease) {
+                          RoutingRequest routing, Runnable admissionRelease) {
         long start = System.nanoTime();
-        Pair pair = selectAndCount(front, request, route, input, admissionRelease);
+        Pair pair = selectAndCount(front, request, route, routing, admissionRelease);
         if (pair == null) {
             return;
         }
@@ -241,9 +241,9 @@ final class PdRoutes {
     }
 
     private void bootstrap(FrontendHandler front, FullHttpRequest request, String route, String target,
-                           RoutingRequest input, Runnable admissionRelease) {
+                           RoutingRequest routing, Runnable admissionRelease) {
         long start = System.nanoTime();
-        Pair pair = selectAndCount(front, request, route, input, admissionRelease);
+        Pair pair = selectAndCount(front, request, route, routing, admissionRelease);
         if (pair == null) {
             return;
         }
