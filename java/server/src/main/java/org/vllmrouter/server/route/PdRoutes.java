@@ -1,14 +1,9 @@
 package org.vllmrouter.server.route;
 
-import com.fasterxml.jackson.core.JsonParser;
-import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
-import io.netty.buffer.CompositeByteBuf;
-import io.netty.buffer.Unpooled;
 import io.netty.channel.EventLoop;
 import io.netty.handler.codec.http.DefaultFullHttpResponse;
 import io.netty.handler.codec.http.DefaultHttpHeaders;
@@ -22,13 +17,11 @@ import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpVersion;
 import java.io.IOException;
 import java.net.URI;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.logging.Logger;
 import org.vllmrouter.core.config.RouterConfig;
 import org.vllmrouter.core.policy.LoadBalancingPolicy;
@@ -37,9 +30,7 @@ import org.vllmrouter.core.policy.RoutingRequest;
 import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRegistry;
 import org.vllmrouter.core.worker.WorkerRole;
-import org.vllmrouter.server.http.AggregatedBody;
 import org.vllmrouter.server.http.FrontendHandler;
-import org.vllmrouter.server.http.Json;
 import org.vllmrouter.server.http.JsonBodyCheck;
 import org.vllmrouter.server.http.RequestPath;
 import org.vllmrouter.server.http.Responses;
@@ -63,7 +54,6 @@ import org.vllmrouter.server.worker.ControlClient;
  */
 final class PdRoutes {
     private static final Logger LOG = Logger.getLogger(PdRoutes.class.getName());
-    private static final ObjectMapper MAPPER = new ObjectMapper();
     private static final Set<String> PIPELINE_ROUTES = Set.of("/v1/chat/completions", "/v1/completions",
             "/inference/v1/generate", "/generate");
 
@@ -175,8 +165,8 @@ final class PdRoutes {
         ObjectNode original;
         byte[] prefillBody;
         try {
-            original = parseObject(ByteBufUtil.getBytes(request.content()));
-            prefillBody = prefillBody(original.deepCopy(), route.equals("/inference/v1/generate"));
+            original = PdBodies.parseObject(ByteBufUtil.getBytes(request.content()));
+            prefillBody = PdBodies.prefillBody(original.deepCopy(), route.equals("/inference/v1/generate"));
         } catch (IOException e) {
             request.release();
             admissionRelease.run();
@@ -209,7 +199,7 @@ final class PdRoutes {
             }
             // The pipeline goes on only with a 2xx JSON answer, whatever the circuit made of it.
             boolean ok = error == null && reply.ok();
-            JsonNode prefillAnswer = ok ? answerObject(reply.body()) : null;
+            JsonNode prefillAnswer = ok ? PdBodies.answerObject(reply.body()) : null;
             if (!ok || prefillAnswer == null) {
                 String detail = error != null ? "prefill request failed: " + error.getMessage()
                         : !reply.ok() ? "prefill worker returned HTTP " + reply.status()
@@ -228,7 +218,7 @@ final class PdRoutes {
             }
             JsonNode kv = prefillAnswer.get("kv_transfer_params");
             ByteBuf decodeBody = kv == null || kv.isNull() ? request.content().retain()
-                    : splice(request.content(), "\"kv_transfer_params\":" + kv);
+                    : PdBodies.splice(request.content(), "\"kv_transfer_params\":" + kv);
             if (LogprobsMerge.requested(original)) {
                 request.release();
                 decodeAndMerge(front, route, target, pair.decode, withRank(stageHeaders, pair.decode), decodeBody,
@@ -247,13 +237,12 @@ final class PdRoutes {
         if (pair == null) {
             return;
         }
-        String host = URI.create(pair.prefill.baseUrl()).getHost();
-        Integer port = pair.prefill.bootstrapPort();
-        String fields = bootstrapFields(quote(host), port == null ? "null" : port.toString(), batchSize(request.content()));
+        String fields = PdBodies.bootstrapFields(URI.create(pair.prefill.baseUrl()).getHost(),
+                pair.prefill.bootstrapPort(), PdBodies.batchSize(request.content()));
         EventLoop loop = front.context().channel().eventLoop();
         Worker prefill = pair.prefill;
         HttpHeaders headers = Hop.forwardable(request.headers(), true);
-        ByteBuf prefillBody = splice(request.content(), fields);
+        ByteBuf prefillBody = PdBodies.splice(request.content(), fields);
         byte[] prefillBytes = ByteBufUtil.getBytes(prefillBody);
         prefillBody.release();
         calls.started(prefill);
@@ -269,58 +258,7 @@ final class PdRoutes {
             }
         });
         decode(front, request, route, target, pair.decode, withRank(headers, pair.decode),
-                splice(request.content(), fields), admissionRelease, start);
-    }
-
-    /**
-     * {@code bootstrap_host/port/room} for one request, or, for a batch of n ({@code text} a list, or
-     * {@code input_ids} a list of lists), n-element lists of them with a fresh room per element.
-     */
-    static String bootstrapFields(String quotedHost, String port, int batch) {
-        ThreadLocalRandom random = ThreadLocalRandom.current();
-        if (batch < 0) {
-            return "\"bootstrap_host\":" + quotedHost + ",\"bootstrap_port\":" + port
-                    + ",\"bootstrap_room\":" + random.nextLong(0, Long.MAX_VALUE);
-        }
-        StringBuilder hosts = new StringBuilder("[");
-        StringBuilder ports = new StringBuilder("[");
-        StringBuilder rooms = new StringBuilder("[");
-        for (int i = 0; i < batch; i++) {
-            String sep = i == 0 ? "" : ",";
-            hosts.append(sep).append(quotedHost);
-            ports.append(sep).append(port);
-            rooms.append(sep).append(random.nextLong(0, Long.MAX_VALUE));
-        }
-        return "\"bootstrap_host\":" + hosts + "],\"bootstrap_port\":" + ports + "],\"bootstrap_room\":" + rooms + "]";
-    }
-
-    /** The batch size of an SGLang generate body, or -1 for a single request. */
-    static int batchSize(ByteBuf body) {
-        try (JsonParser p = AggregatedBody.source(body).open(Json.FACTORY)) {
-            if (p.nextToken() != JsonToken.START_OBJECT) {
-                return -1;
-            }
-            while (p.nextToken() == JsonToken.FIELD_NAME) {
-                String name = p.currentName();
-                JsonToken value = p.nextToken();
-                if (value == JsonToken.START_ARRAY && (name.equals("text") || name.equals("input_ids"))) {
-                    int elements = 0;
-                    boolean nested = false;
-                    JsonToken element;
-                    while ((element = p.nextToken()) != JsonToken.END_ARRAY && element != null) {
-                        nested |= element == JsonToken.START_ARRAY;
-                        p.skipChildren();
-                        elements++;
-                    }
-                    // A flat input_ids list is one tokenised prompt; a text list is a batch of prompts.
-                    return name.equals("text") || nested ? elements : -1;
-                }
-                p.skipChildren();
-            }
-        } catch (IOException e) {
-            return -1;
-        }
-        return -1;
+                PdBodies.splice(request.content(), fields), admissionRelease, start);
     }
 
     /**
@@ -401,7 +339,7 @@ final class PdRoutes {
                         "Request failed: " + error.getMessage()));
                 return;
             }
-            ObjectNode answer = reply.ok() ? answerObject(reply.body()) : null;
+            ObjectNode answer = reply.ok() ? PdBodies.answerObject(reply.body()) : null;
             if (answer == null) {
                 // An error answer (or one that is not a JSON object) has nothing to merge into: relayed as it came.
                 metrics.requestEnded(route, reply.status(), false, seconds);
@@ -410,13 +348,7 @@ final class PdRoutes {
             }
             metrics.requestEnded(route, reply.status(), true, seconds);
             LogprobsMerge.into(answer, prefillAnswer, echo);
-            byte[] merged;
-            try {
-                merged = MAPPER.writeValueAsBytes(answer);
-            } catch (IOException e) {
-                throw new IllegalStateException("a parsed JSON tree always serialises", e);
-            }
-            front.respond(relayed(front, reply.status(), reply.headers(), merged));
+            front.respond(relayed(front, reply.status(), reply.headers(), PdBodies.bytes(answer)));
         }));
     }
 
@@ -461,70 +393,5 @@ final class PdRoutes {
     private static String hostPort(Worker worker) {
         WorkerAddress address = WorkerAddress.of(worker.baseUrl());
         return address.host() + ":" + address.port();
-    }
-
-    private static ObjectNode parseObject(byte[] json) throws IOException {
-        if (MAPPER.readTree(json) instanceof ObjectNode object) {
-            return object;
-        }
-        throw new IOException("expected a JSON object");
-    }
-
-    /** The two-stage prefill body: one token, no streaming, and a request to keep the KV for decode. */
-    static byte[] prefillBody(ObjectNode body, boolean samplingParams) throws IOException {
-        ObjectNode limits = body;
-        if (samplingParams) {
-            JsonNode sp = body.get("sampling_params");
-            limits = sp instanceof ObjectNode existing ? existing : body.putObject("sampling_params");
-        }
-        limits.put("max_tokens", 1);
-        if (limits.has("max_completion_tokens")) {
-            limits.put("max_completion_tokens", 1);
-        }
-        JsonNode min = limits.get("min_tokens");
-        if (samplingParams && min == null) {
-            limits.put("min_tokens", 1);
-        } else if (min != null && min.isNumber() && min.asLong() > 1) {
-            limits.put("min_tokens", 1);
-        }
-        body.put("stream", false);
-        body.remove("stream_options");
-        ObjectNode kv = body.putObject("kv_transfer_params");
-        kv.put("do_remote_decode", true);
-        kv.put("do_remote_prefill", false);
-        kv.putNull("remote_engine_id");
-        kv.putNull("remote_block_ids");
-        kv.putNull("remote_host");
-        kv.putNull("remote_port");
-        return MAPPER.writeValueAsBytes(body);
-    }
-
-    /** A worker's answer as a JSON object; null when it is not one. */
-    private static ObjectNode answerObject(byte[] reply) {
-        try {
-            return parseObject(reply);
-        } catch (IOException e) {
-            return null;
-        }
-    }
-
-    /** {@code {<fields>,<rest of the original object>}}: new members first, original bytes untouched after them. */
-    static ByteBuf splice(ByteBuf object, String fields) {
-        int open = object.forEachByte(b -> b != '{');
-        ByteBuf rest = object.retainedSlice(open + 1, object.writerIndex() - open - 1);
-        boolean empty = isEmptyObjectTail(rest);
-        ByteBuf head = Unpooled.copiedBuffer("{" + fields + (empty ? "" : ","), StandardCharsets.UTF_8);
-        CompositeByteBuf out = Unpooled.compositeBuffer(2);
-        out.addComponents(true, head, rest);
-        return out;
-    }
-
-    private static boolean isEmptyObjectTail(ByteBuf rest) {
-        int i = rest.forEachByte(b -> b == ' ' || b == '\t' || b == '\n' || b == '\r');
-        return i >= 0 && rest.getByte(i) == '}';
-    }
-
-    private static String quote(String s) {
-        return '"' + new String(com.fasterxml.jackson.core.io.JsonStringEncoder.getInstance().quoteAsString(s)) + '"';
     }
 }
