@@ -6,10 +6,12 @@ are direct Java calls instead of HTTP. (The `vllm-router launch` / `print-config
 parses its argv under GraalPy, with `vllm_router.engine_config.config_json_from_argv`.)
 
 `start_engine` returns the engine handle every bridge returns (see `bridge/__init__.py`), plus
-`finish_session(id)` and `session_stats()` as direct calls. `java` is imported inside the
+`finish_session(id)` and `session_stats()` as direct calls (see docs/architecture.md, 'The process
+bridge'). `java` is imported inside the
 functions that need it, so this module imports on any runtime.
 """
 
+import json
 import threading
 from typing import Optional
 
@@ -56,17 +58,8 @@ class InProcessEngine:
         self._server.finishSession(str(session_id))
 
     def session_stats(self) -> dict:
-        """The session counters, shaped like the router's `GET /sessions` answer."""
-        stats = self._server.sessionStats()
-        by_worker = stats.activeByWorker()
-        return {
-            "active_by_worker": {str(url): int(by_worker.get(url)) for url in by_worker.keySet()},
-            "active_sessions": int(stats.activeSessions()),
-            "started": int(stats.started()),
-            "released": int(stats.released()),
-            "expired": int(stats.expired()),
-            "rebound": int(stats.rebound()),
-        }
+        """The router's `GET /sessions` answer, from the Java method that writes it."""
+        return json.loads(str(self._server.sessionsJson()))
 
     def is_running(self) -> bool:
         return not self._stopped.is_set()

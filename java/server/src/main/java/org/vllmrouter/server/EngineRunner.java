@@ -12,13 +12,14 @@ import java.util.logging.Level;
 import java.util.logging.Logger;
 import org.vllmrouter.core.config.ConfigException;
 import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.server.http.Json;
 
 /**
  * The engine-process protocol: read the config JSON, start the router, print exactly one JSON line on stdout
  * ({@code ready}, or {@code error} whose {@code kind} is {@code config} for a configuration the engine rejects and
  * {@code startup} for any other failure), then serve until stdin reaches EOF (when it is the lifeline) or the process
  * gets SIGTERM/SIGINT; either way stop accepting, drain in-flight requests for a bounded time, and exit 0.
- * Logs go to stderr.
+ * Logs go to stderr. See docs/architecture.md, 'The process bridge'.
  */
 public final class EngineRunner {
     private static final String LOG_FORMAT_PROPERTY = "java.util.logging.SimpleFormatter.format";

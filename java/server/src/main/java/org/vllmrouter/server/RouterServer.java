@@ -30,11 +30,28 @@ import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRegistry;
 import org.vllmrouter.core.worker.WorkerRole;
+import org.vllmrouter.server.http.FrontendHandler;
+import org.vllmrouter.server.http.InFlightRequests;
+import org.vllmrouter.server.http.RequestGuard;
+import org.vllmrouter.server.http.RequestIdHandler;
+import org.vllmrouter.server.metrics.MetricsHandler;
+import org.vllmrouter.server.metrics.RouterMetrics;
+import org.vllmrouter.server.proxy.Proxy;
+import org.vllmrouter.server.proxy.Transport;
+import org.vllmrouter.server.proxy.WorkerCalls;
+import org.vllmrouter.server.route.AdmissionLimiter;
+import org.vllmrouter.server.route.RouteTable;
+import org.vllmrouter.server.route.SessionRoutes;
+import org.vllmrouter.server.worker.HealthChecker;
+import org.vllmrouter.server.worker.StartupWait;
+import org.vllmrouter.server.worker.WorkerFactory;
 
 /**
- * A running router: the HTTP listener, the Prometheus listener, the worker registry and policies, the health
- * checker and the session sweeper. {@link #start} returns once both ports are bound; {@link #close} stops
- * accepting, lets in-flight requests finish for a bounded time, then releases everything.
+ * A running router, and where its parts are put together: the HTTP listener (the inbound pipeline of package
+ * {@code http} ending in the {@code route} table, whose handlers hand requests to the {@code proxy}), the
+ * Prometheus listener ({@code metrics}), the worker registry and policies, the health checker ({@code worker}) and
+ * the session sweeper. {@link #start} returns once both ports are bound; {@link #close} stops accepting, lets
+ * in-flight requests finish for a bounded time, then releases everything.
  */
 public final class RouterServer implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(RouterServer.class.getName());
@@ -52,8 +69,8 @@ public final class RouterServer implements AutoCloseable {
     private final EventLoopGroup group;
     private final WorkerRegistry workers;
     private final PolicyRegistry policies;
-    private final WorkerPools pools;
-    private final Router router;
+    private final Proxy proxy;
+    private final InFlightRequests inFlight;
     private final HealthChecker healthChecker;
     private final ScheduledFuture<?> sweeper;
     private final Channel listener;
@@ -62,14 +79,14 @@ public final class RouterServer implements AutoCloseable {
     private boolean closed;
 
     private RouterServer(RouterConfig config, EventLoopGroup group, WorkerRegistry workers, PolicyRegistry policies,
-                         WorkerPools pools, Router router, HealthChecker healthChecker, ScheduledFuture<?> sweeper,
+                         Proxy proxy, InFlightRequests inFlight, HealthChecker healthChecker, ScheduledFuture<?> sweeper,
                          Channel listener, Channel metricsListener) {
         this.config = config;
         this.group = group;
         this.workers = workers;
         this.policies = policies;
-        this.pools = pools;
-        this.router = router;
+        this.proxy = proxy;
+        this.inFlight = inFlight;
         this.healthChecker = healthChecker;
         this.sweeper = sweeper;
         this.listener = listener;
@@ -86,12 +103,13 @@ public final class RouterServer implements AutoCloseable {
         EventLoopGroup group = Transport.newGroup(Math.max(1, Runtime.getRuntime().availableProcessors()), "vllm-router");
         PolicyRegistry policies = new PolicyRegistry(config);
         WorkerRegistry workers = new WorkerRegistry();
-        WorkerPools pools = new WorkerPools();
+        RouterMetrics metrics = new RouterMetrics(workers::all, policies::sessionStats);
+        WorkerCalls calls = new WorkerCalls(metrics);
+        Proxy proxy = new Proxy(workers, calls, metrics, config.requestTimeoutSecs());
         HealthChecker healthChecker = null;
         ScheduledFuture<?> sweeper = null;
         Channel listener = null;
         try {
-            RouterMetrics metrics = new RouterMetrics(workers::all, policies::sessionStats);
             WorkerFactory factory = new WorkerFactory(config, metrics);
             List<Worker> initial = initialWorkers(config, factory);
             EventLoop control = group.next();
@@ -107,19 +125,15 @@ public final class RouterServer implements AutoCloseable {
             AdmissionLimiter limiter = new AdmissionLimiter(config.maxConcurrentRequests(),
                     config.rateLimitTokensPerSecond(), config.queueSize(), config.queueTimeoutSecs(), control,
                     limiterClock != null ? limiterClock : control.ticker());
-            AdminRoutes admin = new AdminRoutes(config, workers, policies, factory);
-            PdRoutes pd = config.pdDisaggregation() || config.vllmPdDisaggregation()
-                    ? new PdRoutes(config, workers, policies, metrics) : null;
-            Router router = new Router(config, workers, policies, pools, metrics, limiter, admin, pd);
-            if (pd != null) {
-                pd.bind(router);
-            }
-            listener = bind(group, config.host(), config.port(), routerInitializer(config, router), "router");
+            RouteTable routes = new RouteTable(config, workers, policies, factory, proxy, calls, metrics, limiter);
+            InFlightRequests inFlight = new InFlightRequests();
+            listener = bind(group, config.host(), config.port(), routerInitializer(config, routes, inFlight, metrics),
+                    "router");
             Channel metricsListener = bind(group, config.effectivePrometheusHost(), config.effectivePrometheusPort(),
                     metricsInitializer(metrics), "Prometheus");
             LOG.info("Router ready | workers: " + workers.all().stream().map(Worker::url).toList());
             LOG.info("Starting server on " + config.host() + ":" + ((InetSocketAddress) listener.localAddress()).getPort());
-            return new RouterServer(config, group, workers, policies, pools, router, healthChecker, sweeper, listener,
+            return new RouterServer(config, group, workers, policies, proxy, inFlight, healthChecker, sweeper, listener,
                     metricsListener);
         } catch (RouterStartException | RuntimeException e) {
             if (healthChecker != null) {
@@ -131,7 +145,7 @@ public final class RouterServer implements AutoCloseable {
             if (listener != null) {
                 listener.close();
             }
-            pools.close();
+            proxy.close();
             policies.close();
             group.shutdownGracefully(0, 0, TimeUnit.SECONDS).syncUninterruptibly();
             throw e;
@@ -177,7 +191,8 @@ public final class RouterServer implements AutoCloseable {
         }
     }
 
-    private static ChannelInitializer<Channel> routerInitializer(RouterConfig config, Router router) {
+    private static ChannelInitializer<Channel> routerInitializer(RouterConfig config, RouteTable routes,
+                                                                InFlightRequests inFlight, RouterMetrics metrics) {
         CorsConfig cors = corsConfig(config.corsAllowedOrigins());
         int maxBody = (int) Math.min(Integer.MAX_VALUE, config.maxPayloadSize());
         return new ChannelInitializer<>() {
@@ -190,7 +205,7 @@ public final class RouterServer implements AutoCloseable {
                 p.addLast(new RequestGuard());
                 p.addLast(new CorsHandler(cors));
                 p.addLast(new HttpObjectAggregator(maxBody));
-                p.addLast(new FrontendHandler(router));
+                p.addLast(new FrontendHandler(routes, inFlight, metrics));
             }
         };
     }
@@ -214,7 +229,7 @@ public final class RouterServer implements AutoCloseable {
     }
 
     private static ChannelInitializer<Channel> metricsInitializer(RouterMetrics metrics) {
-        MetricsHandler handler = new MetricsHandler(metrics.registry);
+        MetricsHandler handler = new MetricsHandler(metrics);
         return new ChannelInitializer<>() {
             @Override
             protected void initChannel(Channel ch) {
@@ -263,6 +278,11 @@ public final class RouterServer implements AutoCloseable {
         return policies.sessionStats();
     }
 
+    /** The {@code GET /sessions} answer as JSON text, for callers in this JVM. */
+    public String sessionsJson() {
+        return SessionRoutes.sessionsJson(policies, workers);
+    }
+
     WorkerRegistry workers() {
         return workers;
     }
@@ -280,11 +300,11 @@ public final class RouterServer implements AutoCloseable {
             }
             closed = true;
         }
-        router.startDraining();
+        inFlight.drain();
         listener.close().syncUninterruptibly();
         metricsListener.close().syncUninterruptibly();
         long deadline = System.nanoTime() + drainTimeout.toNanos();
-        while (router.inFlight() > 0 && System.nanoTime() - deadline < 0) {
+        while (inFlight.count() > 0 && System.nanoTime() - deadline < 0) {
             try {
                 Thread.sleep(10);
             } catch (InterruptedException e) {
@@ -292,12 +312,12 @@ public final class RouterServer implements AutoCloseable {
                 break;
             }
         }
-        if (router.inFlight() > 0) {
-            LOG.warning("Shutting down with " + router.inFlight() + " request(s) still in flight");
+        if (inFlight.count() > 0) {
+            LOG.warning("Shutting down with " + inFlight.count() + " request(s) still in flight");
         }
         healthChecker.close();
         sweeper.cancel(false);
-        pools.close();
+        proxy.close();
         policies.close();
         group.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
     }

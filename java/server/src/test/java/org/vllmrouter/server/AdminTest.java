@@ -97,7 +97,7 @@ class AdminTest {
         try (RouterServer guarded = Fixture.start(cfg)) {
             HttpResponse<String> none = TestHttp.get(guarded.url() + "/liveness");
             assertEquals(401, none.statusCode());
-            assertEquals(Auth.INVALID_API_KEY, none.body());
+            assertEquals("You must provide a valid API key. Obtain one from http://helmholtz.cloud", none.body());
             assertEquals(401, TestHttp.get(guarded.url() + "/liveness", "Authorization", "Bearer wrong").statusCode());
             assertEquals(200, TestHttp.get(guarded.url() + "/liveness", "Authorization", "Bearer worker-key").statusCode());
             assertEquals(200, TestHttp.get(guarded.url() + "/liveness", "Authorization", "Bearer worker-key").statusCode());

@@ -13,7 +13,11 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.vllmrouter.core.session.SessionStats;
+import org.vllmrouter.core.worker.CircuitBreaker;
+import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.mock.CapturedRequest;
 import org.vllmrouter.mock.MockConfig;
 import org.vllmrouter.mock.MockWorker;
@@ -45,7 +49,7 @@ class PdTest {
         return cfg;
     }
 
-    /** Reference section 5.4: each session keeps its (prefill, decode) pair and both roles balance independently. */
+    /** Upstream's PD session test: each session keeps its (prefill, decode) pair and both roles balance independently. */
     @Test
     void twoStageStickySessionsPerRole() throws Exception {
         mock.workers().forEach(MockWorker::clearCaptured);
@@ -90,7 +94,7 @@ class PdTest {
         }
     }
 
-    /** Step 6: a non-streaming logprobs request gets the decode answer, read whole and merged, with its own length. */
+    /** A non-streaming logprobs request gets the decode answer, read whole and merged, with its own length. */
     @Test
     void twoStageLogprobsRequestGetsTheMergedDecodeAnswer() throws Exception {
         try (RouterServer router = Fixture.start(pdConfig("vllm_pd_disaggregation", null))) {
@@ -159,6 +163,45 @@ class PdTest {
         }
     }
 
+    /**
+     * Both PD modes account a stage's worker call as the regular proxy does: each answer is a circuit-breaker
+     * outcome in {@code vllm_router_cb_outcomes_total}, and only 2xx and 4xx count as success, so a prefill worker
+     * answering 307 opens its circuit (threshold 1) and the next request finds no prefill worker.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"vllm_pd_disaggregation", "pd_disaggregation"})
+    void prefillAnswersAreCircuitOutcomesByTheRegularRule(String mode) throws Exception {
+        MockWorker prefill = mock.worker(0);
+        Map<String, Object> cfg = Fixture.base(List.of());
+        cfg.put(mode, true);
+        cfg.put("prefill_urls", List.of(java.util.Arrays.asList(prefill.url(), null)));
+        cfg.put("decode_urls", List.of(mock.worker(2).url()));
+        cfg.put("cb_failure_threshold", 1);
+        cfg.put("cb_timeout_duration_secs", 3600);
+        String body = "{\"model\":\"m\",\"prompt\":\"pd circuit\",\"max_tokens\":2}";
+        try (RouterServer router = Fixture.start(cfg)) {
+            Worker prefillWorker = router.workers().get(prefill.url()).orElseThrow();
+            assertEquals(200, TestHttp.post(router.url() + "/v1/completions", body, "X-Session-ID", "cb").statusCode());
+            assertTrue(ResilienceTest.eventually(() -> scrape(router).contains(
+                    "vllm_router_cb_outcomes_total{outcome=\"success\",worker=\"" + prefill.url() + "\"} 1.0")),
+                    scrape(router));
+
+            prefill.knobs().statusCode(307);
+            TestHttp.post(router.url() + "/v1/completions", body, "X-Session-ID", "cb");
+            assertTrue(ResilienceTest.eventually(() -> prefillWorker.circuitBreaker().state() == CircuitBreaker.State.OPEN),
+                    "a 3xx answer is a failure");
+            assertTrue(scrape(router).contains(
+                    "vllm_router_cb_outcomes_total{outcome=\"failure\",worker=\"" + prefill.url() + "\"} 1.0"),
+                    scrape(router));
+            HttpResponse<String> next = TestHttp.post(router.url() + "/v1/completions", body, "X-Session-ID", "cb");
+            assertEquals(503, next.statusCode(), next.body());
+            assertTrue(ResilienceTest.eventually(() -> router.workers().all().stream().allMatch(w -> w.load() == 0)));
+            router.finishSession("cb");
+        } finally {
+            prefill.knobs().statusCode(200);
+        }
+    }
+
     @Test
     void dataParallelRanksAreSeparateReplicas() throws Exception {
         MockWorker worker = mock.worker(0);
@@ -186,6 +229,14 @@ class PdTest {
             router.finishSession("dp-1");
             assertEquals(200, TestHttp.post(router.url() + "/remove_worker?url=" + worker.url(), "").statusCode());
             assertEquals(0, TestHttp.json(TestHttp.get(router.url() + "/list_workers")).get("urls").size());
+        }
+    }
+
+    private static String scrape(RouterServer router) {
+        try {
+            return TestHttp.get("http://127.0.0.1:" + router.metricsPort() + "/metrics").body();
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
         }
     }
 

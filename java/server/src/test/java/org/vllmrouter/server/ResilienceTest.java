@@ -235,7 +235,7 @@ class ResilienceTest {
         try (RouterServer empty = Fixture.start(Fixture.base(List.of()))) {
             HttpResponse<String> inference = TestHttp.post(empty.url() + "/v1/completions", "{\"prompt\":\"x\"}");
             assertEquals(503, inference.statusCode());
-            assertEquals(Router.NO_AVAILABLE_WORKERS, inference.body());
+            assertEquals("No available workers (all circuits open or unhealthy)", inference.body());
             HttpResponse<String> models = TestHttp.get(empty.url() + "/v1/models");
             assertEquals(503, models.statusCode());
             assertEquals("No workers are available", models.body());

@@ -161,6 +161,7 @@ class RoutingTest {
         JsonNode sessions = TestHttp.json(TestHttp.get(base + "/sessions"));
         assertEquals(6, sessions.get("active_sessions").asInt());
         sessions.get("active_by_worker").forEach(count -> assertEquals(2, count.asInt()));
+        assertEquals(TestHttp.get(base + "/sessions").body(), router.sessionsJson(), "in-process callers get /sessions' answer");
         assertEquals(200, TestHttp.post(base + "/v1/chat/completions", TestHttp.chat("m", "no session")).statusCode());
         assertEquals(6, router.sessionStats().activeSessions());
         for (int s = 0; s < 6; s++) {

@@ -20,7 +20,7 @@ import org.vllmrouter.core.worker.Worker;
  * The chosen worker's tree gets the request text. A background task trims every worker's tree to
  * {@code maxTreeSize} characters by evicting least recently used leaves.
  */
-public final class CacheAwarePolicy implements LoadBalancingPolicy, AutoCloseable {
+public final class CacheAwarePolicy implements LoadBalancingPolicy {
 
     public record Settings(double cacheThreshold, int balanceAbsThreshold, double balanceRelThreshold,
                            int evictionIntervalSecs, long maxTreeSize) {

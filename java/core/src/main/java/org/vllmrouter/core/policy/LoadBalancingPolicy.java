@@ -1,9 +1,14 @@
 package org.vllmrouter.core.policy;
 
 import java.util.List;
+import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.worker.Worker;
 
-/** Chooses a worker for a request among the available candidates (upstream's policy trait). */
+/**
+ * Chooses a worker for a request among the available candidates (upstream's policy trait). The lifecycle hooks
+ * (idle-session expiry, session counters, close) default to "nothing to do"; policies that own sessions or
+ * background work override them, so the registry never needs to know which policy it holds.
+ */
 public interface LoadBalancingPolicy {
     String name();
 
@@ -16,5 +21,19 @@ public interface LoadBalancingPolicy {
 
     /** Releases a sticky session; a no-op for policies that keep none. */
     default void finishSession(String sessionId) {
+    }
+
+    /** Drops up to {@code maxEntries} sessions idle past their TTL (for a background sweeper); returns how many. */
+    default int expireIdle(int maxEntries) {
+        return 0;
+    }
+
+    /** The policy's sticky-session counters; empty for policies that keep no sessions. */
+    default SessionStats sessionStats() {
+        return SessionStats.EMPTY;
+    }
+
+    /** Stops the policy's background work, if it has any. */
+    default void close() {
     }
 }

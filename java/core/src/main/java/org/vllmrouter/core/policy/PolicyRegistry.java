@@ -60,8 +60,8 @@ public final class PolicyRegistry implements AutoCloseable {
     /** Drops the model's own policy (upstream: when its last worker goes); its sessions go with it. */
     public void removeModelPolicy(String model) {
         LoadBalancingPolicy removed = byModel.remove(model);
-        if (removed instanceof CacheAwarePolicy cacheAware) {
-            cacheAware.close();
+        if (removed != null) {
+            removed.close();
         }
     }
 
@@ -72,24 +72,20 @@ public final class PolicyRegistry implements AutoCloseable {
         }
     }
 
-    /** Sticky-session counters summed over every sticky_least_loaded instance. */
+    /** Sticky-session counters summed over every instance. */
     public SessionStats sessionStats() {
         SessionStats total = SessionStats.EMPTY;
         for (LoadBalancingPolicy p : all()) {
-            if (p instanceof StickyLeastLoadedPolicy sticky) {
-                total = total.plus(sticky.sessionStats());
-            }
+            total = total.plus(p.sessionStats());
         }
         return total;
     }
 
-    /** Drops up to {@code maxPerPolicy} expired sessions from each sticky instance; returns the total. */
+    /** Drops up to {@code maxPerPolicy} expired sessions from each instance; returns the total. */
     public int expireIdleSessions(int maxPerPolicy) {
         int n = 0;
         for (LoadBalancingPolicy p : all()) {
-            if (p instanceof StickyLeastLoadedPolicy sticky) {
-                n += sticky.expireIdle(maxPerPolicy);
-            }
+            n += p.expireIdle(maxPerPolicy);
         }
         return n;
     }
@@ -104,13 +100,11 @@ public final class PolicyRegistry implements AutoCloseable {
         return all;
     }
 
-    /** Stops background work (cache eviction) of every instance. */
+    /** Stops the background work (such as cache eviction) of every instance. */
     @Override
     public void close() {
         for (LoadBalancingPolicy p : all()) {
-            if (p instanceof CacheAwarePolicy cacheAware) {
-                cacheAware.close();
-            }
+            p.close();
         }
     }
 }

@@ -16,7 +16,8 @@ import org.vllmrouter.core.worker.Worker;
  * (rendezvous tie-break on the session id); later requests of the session stay on that worker until
  * the session is released, idles past the TTL, or its worker stops being a candidate. Requests without
  * a session id go to the least-loaded candidate (tie-break on the request text) and are not recorded.
- * Sessions are scoped by the request's model.
+ * Sessions are scoped by the request's model. The rules every change must keep: docs/architecture.md,
+ * 'sticky_least_loaded invariants'.
  */
 public final class StickyLeastLoadedPolicy implements LoadBalancingPolicy {
     public static final String TTL_ENV = "VLLM_ROUTER_SLL_SESSION_EXPIRATION_IN_S";
@@ -96,11 +97,12 @@ public final class StickyLeastLoadedPolicy implements LoadBalancingPolicy {
         }
     }
 
-    /** Drops up to {@code maxEntries} expired sessions (for a background sweeper); returns how many. */
+    @Override
     public int expireIdle(int maxEntries) {
         return sessions.expireIdle(maxEntries);
     }
 
+    @Override
     public SessionStats sessionStats() {
         return sessions.stats();
     }

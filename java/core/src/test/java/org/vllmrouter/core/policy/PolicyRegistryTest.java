@@ -85,7 +85,23 @@ class PolicyRegistryTest {
         }
     }
 
-    /** Spec 5.4: each role pins and balances sessions independently, whatever the prompt of each turn. */
+    @Test
+    void aRegistryMixingPoliciesCountsAndSweepsOnlyTheSessionsOfThoseThatKeepThem() throws Exception {
+        try (PolicyRegistry reg = new PolicyRegistry(RouterConfig.fromJson("{\"policy\": \"cache_aware\"}"))) {
+            List<Worker> regular = List.of(Worker.builder("http://r0:1").build(), Worker.builder("http://r1:1").build());
+            LoadBalancingPolicy sticky = reg.setModelPolicy("m", PolicyNames.STICKY_LEAST_LOADED);
+            reg.defaultPolicy().select(regular, RoutingRequest.of("s0", null, "a prompt"));
+            Worker bound = sticky.select(regular, RoutingRequest.of("s0", "m", "a prompt"));
+            SessionStats s = reg.sessionStats();
+            assertEquals(1, s.activeSessions());
+            assertEquals(java.util.Map.of(bound.url(), 1), s.activeByWorker());
+            assertEquals(0, reg.expireIdleSessions(100), "nothing is idle past the TTL yet");
+            reg.removeModelPolicy("m");
+            assertEquals(SessionStats.EMPTY, reg.sessionStats(), "a removed model's sessions go with its policy");
+        }
+    }
+
+    /** PD: each role pins and balances sessions independently, whatever the prompt of each turn. */
     @Test
     void pdSessionsStickToTheirPairAcrossTurnsAndBalanceOnBothRoles() throws Exception {
         try (PolicyRegistry reg = new PolicyRegistry(RouterConfig.fromJson("{\"policy\": \"sticky_least_loaded\"}"))) {

@@ -27,7 +27,7 @@ import org.vllmrouter.core.session.SessionIdExtractor;
 import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.worker.Worker;
 
-/** Upstream's sticky_least_loaded tests (spec 8.4) plus this project's additions. */
+/** Upstream's sticky_least_loaded tests plus this project's additions. */
 class StickyLeastLoadedPolicyTest {
     private final AtomicLong clock = new AtomicLong(1_000_000_000L);
     private final List<Worker> workers = workers(3);

@@ -1,0 +1,218 @@
+package org.vllmrouter.server.metrics;
+
+import io.prometheus.metrics.core.datapoints.CounterDataPoint;
+import io.prometheus.metrics.core.datapoints.DistributionDataPoint;
+import io.prometheus.metrics.core.metrics.Counter;
+import io.prometheus.metrics.core.metrics.CounterWithCallback;
+import io.prometheus.metrics.core.metrics.GaugeWithCallback;
+import io.prometheus.metrics.core.metrics.Histogram;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.function.Function;
+import java.util.function.Supplier;
+import org.vllmrouter.core.session.SessionStats;
+import org.vllmrouter.core.worker.CircuitBreaker;
+import org.vllmrouter.core.worker.Worker;
+
+/**
+ * Upstream's metric names plus the session metrics of sticky routing ({@code vllm_router_sticky_*}). Each router
+ * owns its registry, so several routers can share a JVM. Worker and session gauges are read at scrape time from the
+ * registry and the policies. No exemplars: nothing here carries a trace id, and sampling them costs every request
+ * a little.
+ */
+public final class RouterMetrics {
+    private static final double[] DURATION_BUCKETS = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30,
+            45, 60, 90, 120, 180, 240};
+
+    final PrometheusRegistry registry = new PrometheusRegistry();
+    private final Counter requests = counter("vllm_router_requests_total", "Successful requests", "route");
+    private final Histogram requestDuration = histogram("vllm_router_request_duration_seconds", "Request duration", "route");
+    private final Counter requestErrors = counter("vllm_router_request_errors_total", "Failed requests", "route", "error_type");
+    private final Counter retries = counter("vllm_router_retries_total", "Retried attempts", "route");
+    private final Histogram retryBackoff = histogram("vllm_router_retry_backoff_duration_seconds", "Backoff before a retry", "attempt");
+    private final Counter retriesExhausted = counter("vllm_router_retries_exhausted_total", "Requests that used every attempt", "route");
+    private final Counter cbTransitions = counter("vllm_router_cb_state_transitions_total", "Circuit breaker transitions", "worker", "from", "to");
+    private final Counter cbOutcomes = counter("vllm_router_cb_outcomes_total", "Outcomes recorded by circuit breakers", "worker", "outcome");
+    private final Counter processed = counter("vllm_router_processed_requests_total", "Requests sent to a worker", "worker");
+    private final Counter policyDecisions = counter("vllm_router_policy_decisions_total", "Worker selections", "policy", "worker");
+    private final Histogram generateDuration = histogram("vllm_router_generate_duration_seconds", "Duration of successful requests");
+    private final Counter embeddings = counter("vllm_router_embeddings_total", "Embeddings requests");
+    private final Histogram embeddingsDuration = histogram("vllm_router_embeddings_duration_seconds", "Embeddings duration");
+    private final Counter embeddingsErrors = counter("vllm_router_embeddings_errors_total", "Embeddings errors", "error_type");
+    private final Counter pdRequests = counter("vllm_router_pd_requests_total", "PD requests", "route");
+    private final Counter pdPrefill = counter("vllm_router_pd_prefill_requests_total", "PD prefill requests", "worker");
+    private final Counter pdDecode = counter("vllm_router_pd_decode_requests_total", "PD decode requests", "worker");
+    private final Counter pdErrors = counter("vllm_router_pd_errors_total", "PD errors", "error_type");
+    private final Counter pdPrefillErrors = counter("vllm_router_pd_prefill_errors_total", "PD prefill errors", "worker");
+    private final Counter pdDecodeErrors = counter("vllm_router_pd_decode_errors_total", "PD decode errors", "worker");
+    private final Histogram pdDuration = histogram("vllm_router_pd_request_duration_seconds", "PD request duration", "route");
+    private final Counter httpRequests = counter("vllm_router_http_requests_total", "HTTP requests",
+            "route", "method", "status_code", "status_class");
+
+    // Data points of the per-request metrics, resolved once per label set: the client's labelValues() allocates and
+    // hashes a label list on every call. Nothing here ever removes a label set, so a cached point stays the live one.
+    private final ConcurrentHashMap<String, CounterDataPoint> requestsByRoute = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, DistributionDataPoint> durationByRoute = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, CounterDataPoint> processedByWorker = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, ConcurrentHashMap<String, CounterDataPoint>> decisionsByPolicy =
+            new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, CounterDataPoint[]> outcomesByWorker = new ConcurrentHashMap<>();
+    /** Route, then method, then the status code's point (indexed by code). */
+    private final ConcurrentHashMap<String, ConcurrentHashMap<String, AtomicReferenceArray<CounterDataPoint>>> http =
+            new ConcurrentHashMap<>();
+
+    public RouterMetrics(Supplier<List<Worker>> workers, Supplier<SessionStats> sessions) {
+        GaugeWithCallback.builder().name("vllm_router_active_workers").help("Registered workers")
+                .callback(cb -> cb.call(workers.get().size())).register(registry);
+        GaugeWithCallback.builder().name("vllm_router_worker_health").help("Worker health (1 healthy, 0 not)")
+                .labelNames("worker")
+                .callback(cb -> workers.get().forEach(w -> cb.call(w.isHealthy() ? 1 : 0, w.url()))).register(registry);
+        GaugeWithCallback.builder().name("vllm_router_worker_load").help("In-flight requests per worker")
+                .labelNames("worker")
+                .callback(cb -> workers.get().forEach(w -> cb.call(w.load(), w.url()))).register(registry);
+        GaugeWithCallback.builder().name("vllm_router_running_requests").help("Running requests per worker")
+                .labelNames("worker")
+                .callback(cb -> workers.get().forEach(w -> cb.call(w.load(), w.url()))).register(registry);
+        GaugeWithCallback.builder().name("vllm_router_cb_state").help("Circuit state (0 closed, 1 open, 2 half_open)")
+                .labelNames("worker")
+                .callback(cb -> workers.get().forEach(w -> cb.call(stateValue(w.circuitBreaker().state()), w.url())))
+                .register(registry);
+        GaugeWithCallback.builder().name("vllm_router_sticky_active_sessions").help("Active sticky sessions per worker")
+                .labelNames("worker")
+                .callback(cb -> {
+                    for (Map.Entry<String, Integer> e : sessions.get().activeByWorker().entrySet()) {
+                        cb.call(e.getValue(), e.getKey());
+                    }
+                }).register(registry);
+        GaugeWithCallback.builder().name("vllm_router_sticky_sessions").help("Active sticky sessions in total")
+                .callback(cb -> cb.call(sessions.get().activeSessions())).register(registry);
+        CounterWithCallback.builder().name("vllm_router_sticky_sessions_started_total").help("Sessions bound to a worker")
+                .callback(cb -> cb.call(sessions.get().started())).register(registry);
+        CounterWithCallback.builder().name("vllm_router_sticky_sessions_released_total").help("Sessions released by finish_session")
+                .callback(cb -> cb.call(sessions.get().released())).register(registry);
+        CounterWithCallback.builder().name("vllm_router_sticky_sessions_expired_total").help("Sessions dropped after the idle TTL")
+                .callback(cb -> cb.call(sessions.get().expired())).register(registry);
+        CounterWithCallback.builder().name("vllm_router_sticky_sessions_rebound_total").help("Sessions moved off an unavailable worker")
+                .callback(cb -> cb.call(sessions.get().rebound())).register(registry);
+    }
+
+    private Counter counter(String name, String help, String... labels) {
+        return Counter.builder().name(name).help(help).labelNames(labels).withoutExemplars().register(registry);
+    }
+
+    private Histogram histogram(String name, String help, String... labels) {
+        return Histogram.builder().name(name).help(help).labelNames(labels).classicOnly()
+                .classicUpperBounds(DURATION_BUCKETS).withoutExemplars().register(registry);
+    }
+
+    private static int stateValue(CircuitBreaker.State state) {
+        return switch (state) {
+            case CLOSED -> 0;
+            case OPEN -> 1;
+            case HALF_OPEN -> 2;
+        };
+    }
+
+    private static <T> T point(ConcurrentHashMap<String, T> cache, String key, Function<String, T> create) {
+        T found = cache.get(key);
+        return found != null ? found : cache.computeIfAbsent(key, create);
+    }
+
+    /**
+     * A proxied request ended with {@code status} ({@code success} by the worker-call rule; 499: the client left):
+     * a success below 400 counts as served, anything else under its error type.
+     */
+    public void requestEnded(String route, int status, boolean success, double seconds) {
+        if (success && status < 400) {
+            requestSucceeded(route, seconds);
+        } else if (status == 499) {
+            requestFailed(route, "client_disconnected");
+        } else {
+            requestFailed(route, status >= 500 ? "http_" + status : "non_retryable_error");
+        }
+    }
+
+    private void requestSucceeded(String route, double seconds) {
+        point(requestsByRoute, route, requests::labelValues).inc();
+        point(durationByRoute, route, requestDuration::labelValues).observe(seconds);
+        generateDuration.observe(seconds);
+        if (route.equals("/v1/embeddings")) {
+            embeddings.inc();
+            embeddingsDuration.observe(seconds);
+        }
+    }
+
+    public void requestFailed(String route, String errorType) {
+        requestErrors.labelValues(route, errorType).inc();
+        if (route.equals("/v1/embeddings")) {
+            embeddingsErrors.labelValues(errorType).inc();
+        }
+    }
+
+    public void retry(String route, int attempt, double backoffSeconds) {
+        retries.labelValues(route).inc();
+        retryBackoff.labelValues(Integer.toString(attempt)).observe(backoffSeconds);
+    }
+
+    public void retriesExhausted(String route) {
+        retriesExhausted.labelValues(route).inc();
+    }
+
+    public void circuitOutcome(String worker, boolean success) {
+        CounterDataPoint[] outcomes = point(outcomesByWorker, worker, w -> new CounterDataPoint[] {
+                cbOutcomes.labelValues(w, "failure"), cbOutcomes.labelValues(w, "success")});
+        outcomes[success ? 1 : 0].inc();
+    }
+
+    public void circuitTransition(String worker, CircuitBreaker.State from, CircuitBreaker.State to) {
+        cbTransitions.labelValues(worker, label(from), label(to)).inc();
+    }
+
+    public void selected(String policy, String worker) {
+        point(processedByWorker, worker, processed::labelValues).inc();
+        point(point(decisionsByPolicy, policy, p -> new ConcurrentHashMap<>()), worker,
+                w -> policyDecisions.labelValues(policy, w)).inc();
+    }
+
+    public void pdRequest(String route, String prefillWorker, String decodeWorker) {
+        pdRequests.labelValues(route).inc();
+        pdPrefill.labelValues(prefillWorker).inc();
+        pdDecode.labelValues(decodeWorker).inc();
+    }
+
+    public void pdPrefillFailed(String prefillWorker, String errorType) {
+        pdErrors.labelValues(errorType).inc();
+        pdPrefillErrors.labelValues(prefillWorker).inc();
+    }
+
+    public void pdDecodeFailed(String decodeWorker) {
+        pdErrors.labelValues("decode_error").inc();
+        pdDecodeErrors.labelValues(decodeWorker).inc();
+    }
+
+    public void pdDuration(String route, double seconds) {
+        pdDuration.labelValues(route).observe(seconds);
+    }
+
+    public void httpRequest(String route, String method, int status) {
+        if (status < 100 || status > 599) {
+            httpRequests.labelValues(route, method, Integer.toString(status), (status / 100) + "xx").inc();
+            return;
+        }
+        AtomicReferenceArray<CounterDataPoint> byStatus = point(point(http, route, r -> new ConcurrentHashMap<>()),
+                method, m -> new AtomicReferenceArray<>(600));
+        CounterDataPoint counter = byStatus.get(status);
+        if (counter == null) {
+            counter = httpRequests.labelValues(route, method, Integer.toString(status), (status / 100) + "xx");
+            byStatus.set(status, counter);
+        }
+        counter.inc();
+    }
+
+    private static String label(CircuitBreaker.State state) {
+        return state.name().toLowerCase(java.util.Locale.ROOT);
+    }
+}

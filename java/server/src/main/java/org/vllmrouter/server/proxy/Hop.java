@@ -1,0 +1,41 @@
+package org.vllmrouter.server.proxy;
+
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaders;
+import io.netty.util.AsciiString;
+import java.util.List;
+import org.vllmrouter.server.http.RequestIdHandler;
+
+/** Which headers cross the proxy: hop-by-hop ones never do; the router sets framing and Host itself. */
+public final class Hop {
+    /** Tells a data-parallel worker which of its ranks serves the request. */
+    public static final String DP_RANK_HEADER = "X-data-parallel-rank";
+
+    public static final List<AsciiString> RESPONSE_HOP_HEADERS = List.of(
+            HttpHeaderNames.CONNECTION, AsciiString.cached("keep-alive"), HttpHeaderNames.PROXY_AUTHENTICATE,
+            HttpHeaderNames.PROXY_AUTHORIZATION, HttpHeaderNames.TE, HttpHeaderNames.TRAILER,
+            AsciiString.cached("trailers"), HttpHeaderNames.TRANSFER_ENCODING, HttpHeaderNames.UPGRADE,
+            RequestIdHandler.X_REQUEST_ID);
+
+    private static final List<AsciiString> REQUEST_DROPPED = List.of(
+            HttpHeaderNames.CONNECTION, AsciiString.cached("keep-alive"), AsciiString.cached("proxy-connection"),
+            HttpHeaderNames.PROXY_AUTHORIZATION, HttpHeaderNames.TE, HttpHeaderNames.TRAILER,
+            AsciiString.cached("trailers"), HttpHeaderNames.TRANSFER_ENCODING, HttpHeaderNames.UPGRADE,
+            HttpHeaderNames.HOST, HttpHeaderNames.CONTENT_LENGTH, HttpHeaderNames.EXPECT,
+            AsciiString.cached("x-data-parallel-rank"));
+
+    private Hop() {}
+
+    /** Client headers to forward to a worker; {@code keepAuthorization} is false on the proxy fallback. */
+    public static HttpHeaders forwardable(HttpHeaders client, boolean keepAuthorization) {
+        // A copy keeps the decoder's entries as they are (no re-validation, no String conversion).
+        HttpHeaders out = client.copy();
+        for (AsciiString name : REQUEST_DROPPED) {
+            out.remove(name);
+        }
+        if (!keepAuthorization) {
+            out.remove(HttpHeaderNames.AUTHORIZATION);
+        }
+        return out;
+    }
+}

@@ -1,0 +1,38 @@
+package org.vllmrouter.server.proxy;
+
+import java.util.concurrent.TimeUnit;
+import org.vllmrouter.core.worker.WorkerRegistry;
+import org.vllmrouter.server.http.FrontendHandler;
+import org.vllmrouter.server.metrics.RouterMetrics;
+
+/**
+ * The streaming proxy of one router. Each exchange runs on its client connection's event loop from start to
+ * finish, over that loop's pooled keep-alive connections to the worker (see docs/architecture.md, 'How a request
+ * flows').
+ */
+public final class Proxy implements AutoCloseable {
+    final WorkerPools pools = new WorkerPools();
+    final WorkerRegistry workers;
+    final WorkerCalls calls;
+    final RouterMetrics metrics;
+    final long requestTimeoutNanos;
+
+    /** {@code requestTimeoutSecs} bounds a whole exchange, the relayed answer included, as upstream does. */
+    public Proxy(WorkerRegistry workers, WorkerCalls calls, RouterMetrics metrics, int requestTimeoutSecs) {
+        this.workers = workers;
+        this.calls = calls;
+        this.metrics = metrics;
+        this.requestTimeoutNanos = TimeUnit.SECONDS.toNanos(Math.max(1, requestTimeoutSecs));
+    }
+
+    /** Proxies {@code request} for the client of {@code front}; takes ownership of it. Call on the client's loop. */
+    public void start(FrontendHandler front, ProxiedRequest request) {
+        new ProxyExchange(this, front, request).start();
+    }
+
+    /** Closes the idle worker connections. */
+    @Override
+    public void close() {
+        pools.close();
+    }
+}

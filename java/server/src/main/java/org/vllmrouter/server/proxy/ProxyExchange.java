@@ -1,0 +1,404 @@
+package org.vllmrouter.server.proxy;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.EventLoop;
+import io.netty.handler.codec.http.DefaultFullHttpRequest;
+import io.netty.handler.codec.http.DefaultHttpResponse;
+import io.netty.handler.codec.http.EmptyHttpHeaders;
+import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.HttpContent;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaderValues;
+import io.netty.handler.codec.http.HttpHeaders;
+import io.netty.handler.codec.http.HttpObject;
+import io.netty.handler.codec.http.HttpResponse;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.HttpVersion;
+import io.netty.handler.codec.http.LastHttpContent;
+import io.netty.util.ReferenceCountUtil;
+import io.netty.util.concurrent.Future;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import org.vllmrouter.core.worker.Worker;
+import org.vllmrouter.server.http.FrontendHandler;
+import org.vllmrouter.server.http.Responses;
+
+/**
+ * One proxied request: picks a worker per attempt, forwards the body bytes untouched over a pooled connection of
+ * the client's event loop, and relays the answer part by part as it arrives. Retryable statuses and transport
+ * failures are retried with backoff until the response head has been relayed; after that the exchange is
+ * committed. A client that leaves cancels the worker request by closing its connection (vLLM aborts the
+ * generation). Every worker call goes through {@link WorkerCalls}; the worker's load and the admission token are
+ * released exactly once. Everything here runs on one event loop, so plain fields suffice.
+ */
+final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Exchange {
+    private static final int MAX_STALE_CONNECTIONS = 3;
+
+    private final Proxy proxy;
+    private final FrontendHandler front;
+    private final EventLoop loop;
+    private final ProxiedRequest request;
+    private final long startNanos = System.nanoTime();
+
+    private int attempt;
+    private Worker worker;
+    private Channel backend;
+    private boolean draining;
+    private boolean relaying;
+    private boolean backendKeepAlive;
+    private boolean admissionReleased;
+    private boolean finished;
+    private int relayedStatus;
+    /** Workers this request failed to reach, so a retry (and a sticky session bound to a dead worker) moves elsewhere. */
+    private final Set<Worker> unreachable = new HashSet<>(2);
+    /** The current connection served an earlier exchange, so the worker may have closed it while it sat idle. */
+    private boolean reusedConnection;
+    private int staleConnections;
+    private ScheduledFuture<?> timeout;
+
+    /** Takes ownership of {@code request}. */
+    ProxyExchange(Proxy proxy, FrontendHandler front, ProxiedRequest request) {
+        this.proxy = proxy;
+        this.front = front;
+        this.loop = front.context().channel().eventLoop();
+        this.request = request;
+    }
+
+    void start() {
+        front.setExchange(this);
+        if (!front.isActive()) {
+            onClientGone();
+            return;
+        }
+        timeout = loop.schedule(this::onTimeout, proxy.requestTimeoutNanos, TimeUnit.NANOSECONDS);
+        attempt();
+    }
+
+    private void attempt() {
+        if (finished) {
+            return;
+        }
+        attempt++;
+        Worker chosen;
+        try {
+            chosen = choose();
+        } catch (RuntimeException e) {
+            respondLocally(HttpResponseStatus.INTERNAL_SERVER_ERROR, "Worker selection failed: " + e.getMessage());
+            return;
+        }
+        if (chosen == null) {
+            respondLocally(HttpResponseStatus.SERVICE_UNAVAILABLE, request.noWorkerMessage);
+            return;
+        }
+        worker = chosen;
+        proxy.calls.started(chosen);
+        proxy.pools.acquire(loop, chosen.baseUrl()).addListener((Future<Channel> f) -> onAcquired(f, chosen));
+    }
+
+    /** The worker of this attempt: the route's own, or the policy's choice among the reachable candidates. */
+    private Worker choose() {
+        if (request.routing == null) {
+            return request.worker;
+        }
+        List<Worker> candidates = proxy.workers.candidates(request.routing.model(), request.role);
+        if (candidates.isEmpty()) {
+            return null;
+        }
+        if (!unreachable.isEmpty()) {
+            List<Worker> reachable = candidates.stream().filter(w -> !unreachable.contains(w)).toList();
+            candidates = reachable.isEmpty() ? candidates : reachable;
+        }
+        Worker chosen = request.policy.select(candidates, request.routing);
+        if (chosen != null) {
+            proxy.calls.selected(request.policy, chosen);
+        }
+        return chosen;
+    }
+
+    private void onAcquired(Future<Channel> acquired, Worker chosen) {
+        if (!acquired.isSuccess()) {
+            if (!finished) {
+                attemptFailed("Request failed: " + describe(acquired.cause()));
+            }
+            return;
+        }
+        Channel channel = acquired.getNow();
+        if (finished || worker != chosen) {
+            WorkerPools.release(channel);
+            return;
+        }
+        backend = channel;
+        reusedConnection = WorkerPools.wasUsed(channel);
+        BackendHandler.attach(channel, this);
+        // The exchange's own header set goes out as is (no copy per attempt); the encoder is done with it before a
+        // retry changes the per-worker entries.
+        HttpHeaders headers = request.headers;
+        ByteBuf body = request.client.content();
+        headers.set(HttpHeaderNames.HOST, WorkerAddress.of(chosen.baseUrl()).hostHeader());
+        headers.setInt(HttpHeaderNames.CONTENT_LENGTH, body.readableBytes());
+        if (chosen.dpRank() >= 0) {
+            headers.set(Hop.DP_RANK_HEADER, chosen.dpRank());
+        } else {
+            headers.remove(Hop.DP_RANK_HEADER);
+        }
+        FullHttpRequest toWorker = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, request.client.method(),
+                request.target, body.retainedDuplicate(), headers, EmptyHttpHeaders.INSTANCE);
+        channel.writeAndFlush(toWorker).addListener((ChannelFutureListener) w -> {
+            if (!w.isSuccess() && backend == w.channel()) {
+                dropBackend();
+                connectionLost(w.cause());
+            }
+        });
+    }
+
+    /**
+     * The worker connection failed before any answer. A pooled connection the worker closed while idle is replaced
+     * on the spot (the request never reached the worker, so neither the attempt nor the worker's health counts it);
+     * anything else is a failed attempt.
+     */
+    private void connectionLost(Throwable cause) {
+        Worker chosen = worker;
+        if (reusedConnection && chosen != null && staleConnections < MAX_STALE_CONNECTIONS) {
+            staleConnections++;
+            proxy.pools.acquire(loop, chosen.baseUrl()).addListener((Future<Channel> f) -> onAcquired(f, chosen));
+        } else {
+            attemptFailed("Request failed: " + describe(cause));
+        }
+    }
+
+    @Override
+    public void onBackendPart(HttpObject part) {
+        if (finished) {
+            ReferenceCountUtil.release(part);
+            return;
+        }
+        if (part instanceof HttpResponse head) {
+            onHead(head);
+        }
+        if (part instanceof HttpContent content) {
+            if (relaying) {
+                if (content instanceof LastHttpContent) {
+                    // Settle the worker's load, the policy and the admission token before the client can see the
+                    // end of the answer: a client that asks again at once must find them already up to date.
+                    onBodyDone();
+                    finish(relayedStatus, WorkerCalls.success(relayedStatus));
+                    front.sendPart(content);
+                } else {
+                    front.sendPart(content);
+                    if (!front.isWritable()) {
+                        backend.config().setAutoRead(false);
+                    }
+                }
+            } else {
+                boolean last = content instanceof LastHttpContent;
+                content.release();
+                if (last && draining) {
+                    draining = false;
+                    onBodyDone();
+                    retryLater();
+                }
+            }
+        } else if (!(part instanceof HttpResponse)) {
+            ReferenceCountUtil.release(part);
+        }
+    }
+
+    private void onHead(HttpResponse head) {
+        int status = head.status().code();
+        if (status == 100) {
+            return;
+        }
+        backendKeepAlive = HttpUtil.isKeepAlive(head);
+        if (worker != null) {
+            proxy.calls.answered(worker, status);
+        }
+        if (RetryPolicy.retryableStatus(status) && attempt < request.retry.maxAttempts()) {
+            draining = true;
+            return;
+        }
+        if (RetryPolicy.retryableStatus(status) && attempt > 1) {
+            proxy.metrics.retriesExhausted(request.route);
+        }
+        relaying = true;
+        relayedStatus = status;
+        releaseAdmission();
+        front.sendHead(relayedHead(head));
+    }
+
+    @Override
+    public void onBackendReadComplete() {
+        if (relaying && !finished) {
+            front.flush();
+        }
+    }
+
+    @Override
+    public void onBackendClosed(Throwable cause) {
+        backend = null;
+        if (finished) {
+            return;
+        }
+        if (relaying) {
+            // The head is out, so the status cannot change any more: cut the client off so it sees a broken body.
+            releaseWorker(false);
+            front.abort();
+            finish(relayedStatus, false);
+        } else if (draining) {
+            draining = false;
+            releaseWorker(false);
+            retryLater();
+        } else {
+            connectionLost(cause);
+        }
+    }
+
+    @Override
+    public void onClientGone() {
+        if (finished) {
+            return;
+        }
+        // Closing the worker connection is how vLLM learns to abort the generation.
+        dropBackend();
+        finish(499, false);
+    }
+
+    @Override
+    public void onClientWritable() {
+        if (backend != null) {
+            backend.config().setAutoRead(true);
+        }
+    }
+
+    private void onTimeout() {
+        if (finished) {
+            return;
+        }
+        dropBackend();
+        if (relaying) {
+            front.abort();
+            finish(relayedStatus, false);
+        } else {
+            respondLocally(HttpResponseStatus.GATEWAY_TIMEOUT,
+                    "Request timed out after " + TimeUnit.NANOSECONDS.toSeconds(proxy.requestTimeoutNanos) + "s");
+        }
+    }
+
+    /** A transport failure (no head received): retry if attempts remain, else answer 500 as upstream does. */
+    private void attemptFailed(String message) {
+        if (worker != null) {
+            proxy.calls.unanswered(worker);
+            unreachable.add(worker);
+        }
+        releaseWorker(false);
+        if (attempt < request.retry.maxAttempts()) {
+            retryLater();
+        } else {
+            if (attempt > 1) {
+                proxy.metrics.retriesExhausted(request.route);
+            }
+            respondLocally(HttpResponseStatus.INTERNAL_SERVER_ERROR, message);
+        }
+    }
+
+    private void retryLater() {
+        releaseWorker(false);
+        long delay = request.retry.backoffNanos(attempt);
+        proxy.metrics.retry(request.route, attempt, delay / 1e9);
+        loop.schedule(this::attempt, delay, TimeUnit.NANOSECONDS);
+    }
+
+    /** The worker finished sending its response: its connection goes back to the pool if it can be reused. */
+    private void onBodyDone() {
+        Channel channel = backend;
+        backend = null;
+        if (channel != null) {
+            BackendHandler.detach(channel);
+            channel.config().setAutoRead(true);
+            if (backendKeepAlive) {
+                WorkerPools.release(channel);
+            } else {
+                channel.close();
+            }
+        }
+        releaseWorker(relaying && WorkerCalls.success(relayedStatus));
+    }
+
+    private void dropBackend() {
+        Channel channel = backend;
+        backend = null;
+        draining = false;
+        if (channel != null) {
+            BackendHandler.detach(channel);
+            channel.close();
+        }
+    }
+
+    private void releaseWorker(boolean success) {
+        Worker w = worker;
+        if (w != null) {
+            worker = null;
+            proxy.calls.ended(w, request.policy, success);
+        }
+    }
+
+    private void releaseAdmission() {
+        if (!admissionReleased) {
+            admissionReleased = true;
+            request.admission.run();
+        }
+    }
+
+    /** Settles the exchange before the answer is written, for the same reason as the relayed last part. */
+    private void respondLocally(HttpResponseStatus status, String message) {
+        dropBackend();
+        finish(status.code(), false);
+        front.respond(Responses.text(front.context().alloc(), status, message));
+    }
+
+    private void finish(int status, boolean success) {
+        if (finished) {
+            return;
+        }
+        finished = true;
+        if (timeout != null) {
+            timeout.cancel(false);
+        }
+        releaseWorker(success);
+        releaseAdmission();
+        request.client.release();
+        proxy.metrics.requestEnded(request.route, status, success, (System.nanoTime() - startNanos) / 1e9);
+        if (request.completion != null) {
+            request.completion.completed(status, success);
+        }
+    }
+
+    /** Worker response head minus hop-by-hop headers; re-framed chunked when the worker gave no length. */
+    private static HttpResponse relayedHead(HttpResponse head) {
+        HttpResponse out = new DefaultHttpResponse(HttpVersion.HTTP_1_1, head.status());
+        HttpHeaders h = out.headers();
+        h.set(head.headers());
+        for (CharSequence name : Hop.RESPONSE_HOP_HEADERS) {
+            h.remove(name);
+        }
+        int code = head.status().code();
+        boolean bodiless = code == 204 || code == 304 || code < 200;
+        if (!bodiless && !h.contains(HttpHeaderNames.CONTENT_LENGTH)) {
+            h.set(HttpHeaderNames.TRANSFER_ENCODING, HttpHeaderValues.CHUNKED);
+        }
+        return out;
+    }
+
+    private static String describe(Throwable cause) {
+        if (cause == null) {
+            return "connection closed";
+        }
+        String message = cause.getMessage();
+        return message == null ? cause.getClass().getSimpleName() : message;
+    }
+}

@@ -1,0 +1,29 @@
+package org.vllmrouter.server.proxy;
+
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.util.concurrent.ConcurrentHashMap;
+
+/** Host and port of a worker base URL such as {@code http://10.0.0.5:8000}, parsed once per URL. */
+public record WorkerAddress(String host, int port, String hostHeader) {
+    private static final ConcurrentHashMap<String, WorkerAddress> CACHE = new ConcurrentHashMap<>();
+
+    public static WorkerAddress of(String baseUrl) {
+        return CACHE.computeIfAbsent(baseUrl, WorkerAddress::parse);
+    }
+
+    private static WorkerAddress parse(String baseUrl) {
+        URI uri = URI.create(baseUrl);
+        String host = uri.getHost();
+        if (host == null) {
+            throw new IllegalArgumentException("URL must have a valid host: " + baseUrl);
+        }
+        int port = uri.getPort() > 0 ? uri.getPort() : "https".equalsIgnoreCase(uri.getScheme()) ? 443 : 80;
+        String bareHost = host.startsWith("[") ? host.substring(1, host.length() - 1) : host;
+        return new WorkerAddress(bareHost, port, host + ":" + port);
+    }
+
+    public InetSocketAddress socketAddress() {
+        return InetSocketAddress.createUnresolved(host, port);
+    }
+}

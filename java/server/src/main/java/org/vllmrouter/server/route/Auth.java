@@ -1,0 +1,87 @@
+package org.vllmrouter.server.route;
+
+import io.netty.channel.EventLoop;
+import io.netty.handler.codec.http.DefaultHttpHeaders;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaders;
+import io.netty.handler.codec.http.HttpMethod;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import org.vllmrouter.server.worker.ControlClient;
+
+/**
+ * Inbound authorization. {@code admin_api_key} (ours) guards the admin routes with a constant-time comparison;
+ * {@code api_key_validation_urls} (upstream) validates any other request's bearer token by asking each URL in turn,
+ * caching every verdict for the life of the process as upstream does.
+ */
+final class Auth {
+    static final String INVALID_API_KEY = "You must provide a valid API key. Obtain one from http://helmholtz.cloud";
+    private static final Duration VALIDATION_TIMEOUT = Duration.ofSeconds(10);
+
+    private final byte[] adminKey;
+    private final List<String> validationUrls;
+    private final ConcurrentHashMap<String, Boolean> verdicts = new ConcurrentHashMap<>();
+
+    Auth(String adminApiKey, List<String> validationUrls) {
+        this.adminKey = adminApiKey == null || adminApiKey.isEmpty() ? null : adminApiKey.getBytes(StandardCharsets.UTF_8);
+        this.validationUrls = validationUrls == null ? List.of() : List.copyOf(validationUrls);
+    }
+
+    boolean adminOpen() {
+        return adminKey == null;
+    }
+
+    boolean validationEnabled() {
+        return !validationUrls.isEmpty();
+    }
+
+    boolean isAdmin(HttpHeaders headers) {
+        if (adminKey == null) {
+            return true;
+        }
+        String token = bearer(headers);
+        return token != null && MessageDigest.isEqual(adminKey, token.getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** Completes with whether the request's bearer token is accepted by a validation URL. */
+    CompletableFuture<Boolean> validate(EventLoop loop, HttpHeaders headers) {
+        String token = bearer(headers);
+        if (token == null || token.isEmpty()) {
+            return CompletableFuture.completedFuture(false);
+        }
+        Boolean known = verdicts.get(token);
+        if (known != null) {
+            return CompletableFuture.completedFuture(known);
+        }
+        return askFrom(loop, token, 0).thenApply(ok -> {
+            verdicts.put(token, ok);
+            return ok;
+        });
+    }
+
+    private CompletableFuture<Boolean> askFrom(EventLoop loop, String token, int index) {
+        if (index >= validationUrls.size()) {
+            return CompletableFuture.completedFuture(false);
+        }
+        java.net.URI uri = java.net.URI.create(validationUrls.get(index));
+        String base = uri.getScheme() + "://" + uri.getRawAuthority();
+        String target = (uri.getRawPath() == null || uri.getRawPath().isEmpty() ? "/" : uri.getRawPath())
+                + (uri.getRawQuery() == null ? "" : "?" + uri.getRawQuery());
+        HttpHeaders headers = new DefaultHttpHeaders().set(HttpHeaderNames.AUTHORIZATION, "Bearer " + token);
+        return ControlClient.send(loop, HttpMethod.GET, base, target, headers, null, VALIDATION_TIMEOUT)
+                .handle((reply, error) -> reply != null && reply.status() == 200)
+                .thenCompose(ok -> ok ? CompletableFuture.completedFuture(true) : askFrom(loop, token, index + 1));
+    }
+
+    private static String bearer(HttpHeaders headers) {
+        String value = headers.get(HttpHeaderNames.AUTHORIZATION);
+        if (value == null || !value.startsWith("Bearer ")) {
+            return null;
+        }
+        return value.substring("Bearer ".length()).trim();
+    }
+}

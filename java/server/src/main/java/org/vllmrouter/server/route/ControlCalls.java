@@ -1,0 +1,65 @@
+package org.vllmrouter.server.route;
+
+import io.netty.channel.EventLoop;
+import io.netty.handler.codec.http.DefaultHttpHeaders;
+import io.netty.handler.codec.http.FullHttpResponse;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaders;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import java.time.Duration;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Function;
+import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.worker.Worker;
+import org.vllmrouter.core.worker.WorkerRegistry;
+import org.vllmrouter.server.http.FrontendHandler;
+import org.vllmrouter.server.http.Responses;
+import org.vllmrouter.server.worker.ControlClient;
+
+/**
+ * The calls admin and responses routes make to workers (cache flush, loads, response look-ups): one-shot, with the
+ * outbound {@code api_key} when one is set, and answered to the client on its own event loop.
+ */
+final class ControlCalls {
+    private static final Duration FAN_OUT_TIMEOUT = Duration.ofSeconds(30);
+
+    private final WorkerRegistry workers;
+    private final HttpHeaders outbound = new DefaultHttpHeaders();
+
+    ControlCalls(RouterConfig config, WorkerRegistry workers) {
+        this.workers = workers;
+        if (config.apiKey() != null && !config.apiKey().isEmpty()) {
+            outbound.set(HttpHeaderNames.AUTHORIZATION, "Bearer " + config.apiKey());
+        }
+    }
+
+    CompletableFuture<ControlClient.Reply> send(EventLoop loop, HttpMethod method, String baseUrl, String target) {
+        return ControlClient.send(loop, method, baseUrl, target, outbound, null, FAN_OUT_TIMEOUT);
+    }
+
+    /** The distinct base URLs of the registered workers (DP ranks share one), in registration order. */
+    List<String> baseUrls() {
+        LinkedHashSet<String> bases = new LinkedHashSet<>();
+        for (Worker w : workers.all()) {
+            bases.add(w.baseUrl());
+        }
+        return List.copyOf(bases);
+    }
+
+    /** Answers the client on its event loop once {@code future} completes; a failure is a 500. */
+    static <T> void respondWhenDone(FrontendHandler front, CompletableFuture<T> future,
+                                    Function<T, FullHttpResponse> toResponse) {
+        EventLoop loop = front.context().channel().eventLoop();
+        future.whenComplete((value, error) -> loop.execute(() -> {
+            if (error != null) {
+                front.respond(Responses.text(front.context().alloc(), HttpResponseStatus.INTERNAL_SERVER_ERROR,
+                        "Internal error: " + error.getMessage()));
+            } else {
+                front.respond(toResponse.apply(value));
+            }
+        }));
+    }
+}

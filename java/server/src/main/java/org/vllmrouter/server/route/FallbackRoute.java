@@ -1,0 +1,73 @@
+package org.vllmrouter.server.route;
+
+import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaders;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import java.util.Set;
+import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.policy.PolicyRegistry;
+import org.vllmrouter.core.policy.RoutingRequest;
+import org.vllmrouter.core.worker.WorkerRole;
+import org.vllmrouter.server.http.FrontendHandler;
+import org.vllmrouter.server.http.RequestPath;
+import org.vllmrouter.server.http.Responses;
+import org.vllmrouter.server.proxy.Hop;
+import org.vllmrouter.server.proxy.ProxiedRequest;
+import org.vllmrouter.server.proxy.Proxy;
+import org.vllmrouter.server.proxy.RetryPolicy;
+
+/**
+ * The transparent proxy: a path no route claims goes to a worker chosen by the default policy, with the query
+ * string and the body bytes as sent (upstream drops the query; SkyRL's /tokenize, /detokenize and render calls
+ * need both). The client's Authorization is replaced by the outbound {@code api_key}, as upstream. Not behind the
+ * limiter. A PD router sends it through its pipeline instead.
+ */
+final class FallbackRoute implements RouteHandler {
+    private static final Set<HttpMethod> FORWARDED = Set.of(HttpMethod.GET, HttpMethod.POST, HttpMethod.PUT,
+            HttpMethod.DELETE, HttpMethod.PATCH, HttpMethod.HEAD);
+
+    private final String outboundAuthorization;
+    private final PolicyRegistry policies;
+    private final Proxy proxy;
+    private final RetryPolicy retry;
+    private final PdRoutes pd;
+
+    /** {@code pd} null: a regular router. */
+    FallbackRoute(RouterConfig config, PolicyRegistry policies, Proxy proxy, RetryPolicy retry, PdRoutes pd) {
+        String apiKey = config.apiKey();
+        this.outboundAuthorization = apiKey == null || apiKey.isEmpty() ? null : "Bearer " + apiKey;
+        this.policies = policies;
+        this.proxy = proxy;
+        this.retry = retry;
+        this.pd = pd;
+    }
+
+    @Override
+    public void handle(FrontendHandler front, FullHttpRequest request, RequestPath path) {
+        HttpMethod method = request.method();
+        if (!FORWARDED.contains(method)) {
+            request.release();
+            front.respond(Responses.text(front.context().alloc(), HttpResponseStatus.METHOD_NOT_ALLOWED,
+                    "Method " + method.name() + " not supported"));
+            return;
+        }
+        RoutingRequest routing = RoutingInput.read(front, request, false);
+        if (routing == null) {
+            return;
+        }
+        if (pd != null) {
+            pd.fallback(front, request, path, routing);
+            return;
+        }
+        HttpHeaders headers = Hop.forwardable(request.headers(), false);
+        if (outboundAuthorization != null) {
+            headers.set(HttpHeaderNames.AUTHORIZATION, outboundAuthorization);
+        }
+        proxy.start(front, new ProxiedRequest("fallback", request, path.rawTarget(), headers)
+                .balancedBy(policies.policyFor(null), routing, WorkerRole.REGULAR)
+                .retrying(retry)
+                .whenNoWorker("No available workers"));
+    }
+}

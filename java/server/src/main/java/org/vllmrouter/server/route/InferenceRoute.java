@@ -1,0 +1,55 @@
+package org.vllmrouter.server.route;
+
+import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaders;
+import org.vllmrouter.core.policy.LoadBalancingPolicy;
+import org.vllmrouter.core.policy.PolicyRegistry;
+import org.vllmrouter.core.policy.RoutingRequest;
+import org.vllmrouter.core.worker.WorkerRole;
+import org.vllmrouter.server.http.FrontendHandler;
+import org.vllmrouter.server.http.RequestPath;
+import org.vllmrouter.server.proxy.Hop;
+import org.vllmrouter.server.proxy.ProxiedRequest;
+import org.vllmrouter.server.proxy.Proxy;
+import org.vllmrouter.server.proxy.RetryPolicy;
+
+/**
+ * An inference route of a regular router: the policy of the request's model chooses a worker per attempt among the
+ * available ones, with retries, and the client's bytes and headers go to the route's path on the worker.
+ */
+final class InferenceRoute implements InferenceHandler {
+    private final String route;
+    private final String workerPath;
+    private final PolicyRegistry policies;
+    private final Proxy proxy;
+    private final RetryPolicy retry;
+
+    InferenceRoute(String route, String workerPath, PolicyRegistry policies, Proxy proxy, RetryPolicy retry) {
+        this.route = route;
+        this.workerPath = workerPath;
+        this.policies = policies;
+        this.proxy = proxy;
+        this.retry = retry;
+    }
+
+    @Override
+    public void handle(FrontendHandler front, FullHttpRequest request, RequestPath path, Runnable admission) {
+        RoutingRequest routing = RoutingInput.read(front, request, true);
+        if (routing == null) {
+            admission.run();
+            return;
+        }
+        String target = path.rawQuery().isEmpty() ? workerPath : workerPath + "?" + path.rawQuery();
+        LoadBalancingPolicy policy = policies.policyFor(routing.model());
+        HttpHeaders headers = Hop.forwardable(request.headers(), true);
+        if (!headers.contains(HttpHeaderNames.CONTENT_TYPE)) {
+            // The body was checked to be JSON; workers (FastAPI) need the type to read it.
+            headers.set(HttpHeaderNames.CONTENT_TYPE, "application/json");
+        }
+        proxy.start(front, new ProxiedRequest(route, request, target, headers)
+                .balancedBy(policy, routing, WorkerRole.REGULAR)
+                .retrying(retry)
+                .admission(admission));
+    }
+}

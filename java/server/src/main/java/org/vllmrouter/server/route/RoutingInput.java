@@ -1,0 +1,70 @@
+package org.vllmrouter.server.route;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaders;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Locale;
+import java.util.function.Supplier;
+import org.vllmrouter.core.policy.RoutingRequest;
+import org.vllmrouter.core.session.BodySource;
+import org.vllmrouter.core.session.Extraction;
+import org.vllmrouter.core.session.HeaderLookup;
+import org.vllmrouter.core.session.SessionIdExtractor;
+import org.vllmrouter.server.http.AggregatedBody;
+import org.vllmrouter.server.http.FrontendHandler;
+import org.vllmrouter.server.http.JsonBodyCheck;
+import org.vllmrouter.server.http.Responses;
+
+/**
+ * What the policies see of a request: its session id and model (headers first, then top-level JSON fields, read in
+ * one streaming pass without a tree), once its body has been checked.
+ */
+final class RoutingInput {
+    private RoutingInput() {}
+
+    /**
+     * The routing view of {@code request}, or null once the client has its 400 (bad JSON, conflicting or invalid
+     * session ids) and the request is released. {@code jsonRequired}: the body must be a JSON object; otherwise it
+     * is checked only when it is not empty and its content type is JSON (or missing).
+     */
+    static RoutingRequest read(FrontendHandler front, FullHttpRequest request, boolean jsonRequired) {
+        HttpHeaders headers = request.headers();
+        List<String> ids = headers.getAll("x-session-id");
+        if (ids.size() > 1 && ids.stream().distinct().count() > 1) {
+            reject(front, request, "Conflicting X-Session-ID headers: a request must carry one session id");
+            return null;
+        }
+        HeaderLookup lookup = headers::get;
+        ByteBuf body = request.content();
+        boolean json = jsonRequired || looksLikeJson(headers);
+        BodySource source = json ? AggregatedBody.source(body) : BodySource.EMPTY;
+        if (jsonRequired || (json && body.isReadable())) {
+            String problem = JsonBodyCheck.problem(source, jsonRequired);
+            if (problem != null) {
+                reject(front, request, problem);
+                return null;
+            }
+        }
+        Extraction extraction = SessionIdExtractor.extract(lookup, body.isReadable() ? source : BodySource.EMPTY);
+        if (extraction.invalidReason() != null) {
+            reject(front, request, extraction.invalidReason());
+            return null;
+        }
+        Supplier<String> text = () -> body.toString(StandardCharsets.UTF_8);
+        return RoutingRequest.of(extraction, lookup, text);
+    }
+
+    private static boolean looksLikeJson(HttpHeaders headers) {
+        String type = headers.get(HttpHeaderNames.CONTENT_TYPE);
+        return type == null || type.toLowerCase(Locale.ROOT).contains("json");
+    }
+
+    private static void reject(FrontendHandler front, FullHttpRequest request, String message) {
+        request.release();
+        front.respond(Responses.jsonError(front.context().alloc(), HttpResponseStatus.BAD_REQUEST, message));
+    }
+}

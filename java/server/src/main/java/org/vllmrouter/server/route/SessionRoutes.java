@@ -1,0 +1,92 @@
+package org.vllmrouter.server.route;
+
+import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.FullHttpResponse;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import java.util.Map;
+import java.util.TreeMap;
+import org.vllmrouter.core.policy.PolicyRegistry;
+import org.vllmrouter.core.session.BodySource;
+import org.vllmrouter.core.session.Extraction;
+import org.vllmrouter.core.session.SessionIdExtractor;
+import org.vllmrouter.core.session.SessionStats;
+import org.vllmrouter.core.worker.Worker;
+import org.vllmrouter.core.worker.WorkerRegistry;
+import org.vllmrouter.server.http.FrontendHandler;
+import org.vllmrouter.server.http.Json;
+import org.vllmrouter.server.http.RequestPath;
+import org.vllmrouter.server.http.Responses;
+
+/** {@code POST /finish_session} and {@code GET /sessions}: releasing and counting sticky sessions. */
+public final class SessionRoutes {
+    private final WorkerRegistry workers;
+    private final PolicyRegistry policies;
+
+    SessionRoutes(WorkerRegistry workers, PolicyRegistry policies) {
+        this.workers = workers;
+        this.policies = policies;
+    }
+
+    /** Releases the session in every policy instance; an unknown id is not an error. */
+    void finishSession(FrontendHandler front, FullHttpRequest request, RequestPath path) {
+        request.release();
+        front.respond(finishSession(front, path));
+    }
+
+    private FullHttpResponse finishSession(FrontendHandler front, RequestPath path) {
+        String id;
+        try {
+            id = path.param("session_id");
+        } catch (RequestPath.InvalidPathException e) {
+            return badRequest(front, e.getMessage());
+        }
+        if (id == null || id.isEmpty()) {
+            return badRequest(front, "Missing required query parameter 'session_id'");
+        }
+        // The engine's own rule for ids decides what is acceptable, exactly as for routed requests.
+        Extraction check = SessionIdExtractor.extract(name -> "x-session-id".equals(name) ? id : null, BodySource.EMPTY);
+        if (check.invalidReason() != null) {
+            return badRequest(front, check.invalidReason());
+        }
+        policies.finishSession(id);
+        return Responses.json(front.context().alloc(), HttpResponseStatus.OK, Json.object(g -> {
+            g.writeStringField("status", "ok");
+            g.writeStringField("session_id", id);
+        }));
+    }
+
+    void sessions(FrontendHandler front, FullHttpRequest request, RequestPath path) {
+        request.release();
+        front.respond(Responses.json(front.context().alloc(), HttpResponseStatus.OK, sessionsJson(policies, workers)));
+    }
+
+    /**
+     * The {@code GET /sessions} answer: the sticky-session counters summed over every policy instance, with every
+     * registered worker in {@code active_by_worker} (0 when it holds no session). The in-process Python bridge
+     * returns this same text, so both stay alike.
+     */
+    public static String sessionsJson(PolicyRegistry policies, WorkerRegistry workers) {
+        SessionStats stats = policies.sessionStats();
+        Map<String, Integer> byWorker = new TreeMap<>();
+        for (Worker w : workers.all()) {
+            byWorker.put(w.url(), 0);
+        }
+        byWorker.putAll(stats.activeByWorker());
+        return Json.object(g -> {
+            g.writeNumberField("active_sessions", stats.activeSessions());
+            g.writeObjectFieldStart("active_by_worker");
+            for (Map.Entry<String, Integer> e : byWorker.entrySet()) {
+                g.writeNumberField(e.getKey(), e.getValue());
+            }
+            g.writeEndObject();
+            g.writeNumberField("started", stats.started());
+            g.writeNumberField("released", stats.released());
+            g.writeNumberField("expired", stats.expired());
+            g.writeNumberField("rebound", stats.rebound());
+        });
+    }
+
+    private static FullHttpResponse badRequest(FrontendHandler front, String message) {
+        return Responses.jsonError(front.context().alloc(), HttpResponseStatus.BAD_REQUEST, message);
+    }
+}

@@ -1,0 +1,308 @@
+package org.vllmrouter.server.route;
+
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
+import io.netty.channel.EventLoop;
+import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.FullHttpResponse;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.worker.Worker;
+import org.vllmrouter.core.worker.WorkerRegistry;
+import org.vllmrouter.core.worker.WorkerRole;
+import org.vllmrouter.server.http.AggregatedBody;
+import org.vllmrouter.server.http.FrontendHandler;
+import org.vllmrouter.server.http.Json;
+import org.vllmrouter.server.http.RequestPath;
+import org.vllmrouter.server.http.Responses;
+import org.vllmrouter.server.worker.StartupWait;
+import org.vllmrouter.server.worker.WorkerFactory;
+
+/**
+ * Worker management with upstream's status codes and bodies: the query-string routes ({@code /add_worker},
+ * {@code /remove_worker}, {@code /list_workers}), the REST ones ({@code /workers}, {@code /workers/{url}}), and the
+ * fan-outs to every worker ({@code /flush_cache}, {@code /get_loads}).
+ */
+final class WorkerRoutes {
+    private final RouterConfig config;
+    private final WorkerRegistry workers;
+    private final WorkerFactory factory;
+    private final ControlCalls control;
+
+    WorkerRoutes(RouterConfig config, WorkerRegistry workers, WorkerFactory factory, ControlCalls control) {
+        this.config = config;
+        this.workers = workers;
+        this.factory = factory;
+        this.control = control;
+    }
+
+    void addWorker(FrontendHandler front, FullHttpRequest request, RequestPath path) {
+        request.release();
+        String url = urlParam(front, path);
+        if (url != null) {
+            ControlCalls.respondWhenDone(front, addWorker(front.context().channel().eventLoop(), url), error -> error == null
+                    ? text(front, HttpResponseStatus.OK, "Successfully added worker: " + url)
+                    : text(front, HttpResponseStatus.BAD_REQUEST, error));
+        }
+    }
+
+    void removeWorker(FrontendHandler front, FullHttpRequest request, RequestPath path) {
+        request.release();
+        String url = urlParam(front, path);
+        if (url != null) {
+            workers.removeByBaseUrl(url);
+            front.respond(text(front, HttpResponseStatus.OK, "Successfully removed worker: " + url));
+        }
+    }
+
+    /** The {@code url} query parameter, or null once the client has its 400. */
+    private static String urlParam(FrontendHandler front, RequestPath path) {
+        String url;
+        try {
+            url = path.param("url");
+        } catch (RequestPath.InvalidPathException e) {
+            front.respond(text(front, HttpResponseStatus.BAD_REQUEST, e.getMessage()));
+            return null;
+        }
+        if (url == null || url.isEmpty()) {
+            front.respond(text(front, HttpResponseStatus.BAD_REQUEST, "Missing required query parameter 'url'"));
+            return null;
+        }
+        return url;
+    }
+
+    void listWorkers(FrontendHandler front, FullHttpRequest request, RequestPath path) {
+        request.release();
+        front.respond(json(front, HttpResponseStatus.OK, Json.object(g -> {
+            g.writeArrayFieldStart("urls");
+            for (Worker w : workers.all()) {
+                g.writeString(w.url());
+            }
+            g.writeEndArray();
+        })));
+    }
+
+    /** Waits for the worker's /health like upstream's add_worker, then registers it; completes with an error or null. */
+    private CompletableFuture<String> addWorker(EventLoop loop, String url) {
+        if (!url.startsWith("http://") && !url.startsWith("https://")) {
+            return CompletableFuture.completedFuture("URL must start with http://, https://, or grpc://");
+        }
+        List<Worker> created;
+        try {
+            created = factory.create(url, WorkerRole.REGULAR, null);
+        } catch (IllegalArgumentException e) {
+            return CompletableFuture.completedFuture("Invalid worker URL: " + e.getMessage());
+        }
+        if (workers.get(created.get(0).url()).isPresent()) {
+            return CompletableFuture.completedFuture("Worker " + url + " already exists");
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(config.workerStartupTimeoutSecs());
+        return StartupWait.untilHealthy(loop, List.of(url), config.healthCheckEndpoint(),
+                        Math.max(1, config.workerStartupCheckInterval()), deadline)
+                .thenApply(healthy -> {
+                    if (!healthy) {
+                        return "Timeout " + config.workerStartupTimeoutSecs() + "s waiting for worker " + url
+                                + " to become healthy";
+                    }
+                    boolean added = false;
+                    for (Worker w : created) {
+                        added |= workers.add(w);
+                    }
+                    return added ? null : "Worker " + url + " already exists";
+                });
+    }
+
+    /** GET lists the workers; POST adds the one named by the JSON body's {@code url}. */
+    void workers(FrontendHandler front, FullHttpRequest request, RequestPath path) {
+        if (request.method().equals(HttpMethod.GET)) {
+            request.release();
+            front.respond(json(front, HttpResponseStatus.OK, workersJson()));
+        } else if (request.method().equals(HttpMethod.POST)) {
+            String url = urlField(request);
+            request.release();
+            if (url == null) {
+                front.respond(json(front, HttpResponseStatus.BAD_REQUEST, codedError(
+                        "Invalid request body: expected a JSON object with a string field 'url'", "ADD_WORKER_FAILED")));
+                return;
+            }
+            ControlCalls.respondWhenDone(front, addWorker(front.context().channel().eventLoop(), url), error -> error == null
+                    ? json(front, HttpResponseStatus.OK, Json.object(g -> {
+                        g.writeBooleanField("success", true);
+                        g.writeStringField("message", "Successfully added worker: " + url);
+                        g.writeNullField("worker");
+                    }))
+                    : json(front, HttpResponseStatus.BAD_REQUEST, codedError(error, "ADD_WORKER_FAILED")));
+        } else {
+            request.release();
+            FullHttpResponse response = Responses.empty(HttpResponseStatus.METHOD_NOT_ALLOWED);
+            response.headers().set(HttpHeaderNames.ALLOW, "GET, POST");
+            front.respond(response);
+        }
+    }
+
+    /** {@code /workers/{url}}: GET shows the worker, DELETE removes it. */
+    void worker(FrontendHandler front, FullHttpRequest request, RequestPath path) {
+        String url = path.path().substring(RequestPath.WORKERS_PREFIX.length());
+        HttpMethod method = request.method();
+        request.release();
+        if (method.equals(HttpMethod.GET)) {
+            Worker worker = workers.get(url).orElse(null);
+            if (worker == null) {
+                front.respond(json(front, HttpResponseStatus.NOT_FOUND,
+                        codedError("Worker " + url + " not found", "WORKER_NOT_FOUND")));
+                return;
+            }
+            front.respond(json(front, HttpResponseStatus.OK, Json.object(g -> {
+                g.writeStringField("url", worker.url());
+                g.writeStringField("model_id", worker.modelId());
+                g.writeBooleanField("is_healthy", worker.isHealthy());
+            })));
+        } else if (method.equals(HttpMethod.DELETE)) {
+            workers.removeByBaseUrl(url);
+            front.respond(json(front, HttpResponseStatus.OK, Json.object(g -> {
+                g.writeBooleanField("success", true);
+                g.writeStringField("message", "Worker " + url + " removed successfully");
+                g.writeNullField("worker");
+            })));
+        } else {
+            FullHttpResponse response = Responses.empty(HttpResponseStatus.METHOD_NOT_ALLOWED);
+            response.headers().set(HttpHeaderNames.ALLOW, "GET, DELETE");
+            front.respond(response);
+        }
+    }
+
+    private String workersJson() {
+        List<Worker> all = workers.all();
+        return Json.object(g -> {
+            g.writeArrayFieldStart("workers");
+            for (Worker w : all) {
+                g.writeStartObject();
+                g.writeStringField("url", w.url());
+                g.writeStringField("model_id", w.modelId());
+                g.writeStringField("worker_type", w.role().name().toLowerCase(Locale.ROOT));
+                g.writeBooleanField("is_healthy", w.isHealthy());
+                g.writeNumberField("load", w.load());
+                g.writeStringField("connection_mode", "http");
+                g.writeNumberField("priority", 50);
+                g.writeNumberField("cost", 1.0);
+                if (w.bootstrapPort() != null) {
+                    g.writeNumberField("bootstrap_port", w.bootstrapPort());
+                }
+                g.writeEndObject();
+            }
+            g.writeEndArray();
+            g.writeNumberField("total", all.size());
+            g.writeObjectFieldStart("stats");
+            g.writeNumberField("prefill_count", all.stream().filter(w -> w.role() == WorkerRole.PREFILL).count());
+            g.writeNumberField("decode_count", all.stream().filter(w -> w.role() == WorkerRole.DECODE).count());
+            g.writeNumberField("regular_count", all.stream().filter(w -> w.role() == WorkerRole.REGULAR).count());
+            g.writeEndObject();
+        });
+    }
+
+    private static String urlField(FullHttpRequest request) {
+        if (!request.content().isReadable()) {
+            return null;
+        }
+        try (JsonParser p = AggregatedBody.source(request.content()).open(Json.FACTORY)) {
+            if (p.nextToken() != JsonToken.START_OBJECT) {
+                return null;
+            }
+            String url = null;
+            while (p.nextToken() == JsonToken.FIELD_NAME) {
+                String name = p.currentName();
+                JsonToken value = p.nextToken();
+                if (name.equals("url") && value == JsonToken.VALUE_STRING) {
+                    url = p.getText();
+                } else {
+                    p.skipChildren();
+                }
+            }
+            return url;
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
+    /** POSTs {@code /flush_cache} to every worker host; 200 only when all of them succeeded. */
+    void flushCache(FrontendHandler front, FullHttpRequest request, RequestPath path) {
+        request.release();
+        EventLoop loop = front.context().channel().eventLoop();
+        List<CompletableFuture<Boolean>> calls = new ArrayList<>();
+        for (String base : control.baseUrls()) {
+            calls.add(control.send(loop, HttpMethod.POST, base, "/flush_cache")
+                    .handle((reply, error) -> reply != null && reply.ok()));
+        }
+        CompletableFuture<Boolean> all = CompletableFuture.allOf(calls.toArray(CompletableFuture[]::new))
+                .thenApply(v -> calls.stream().allMatch(CompletableFuture::join));
+        ControlCalls.respondWhenDone(front, all, ok -> ok
+                ? text(front, HttpResponseStatus.OK, "Cache flushed on all servers")
+                : text(front, HttpResponseStatus.INTERNAL_SERVER_ERROR, "Cache flush failed on one or more servers"));
+    }
+
+    /** Each worker's own {@code /get_load} answer ({@code -1} when it gave none). */
+    void getLoads(FrontendHandler front, FullHttpRequest request, RequestPath path) {
+        request.release();
+        EventLoop loop = front.context().channel().eventLoop();
+        List<Worker> all = workers.all();
+        List<CompletableFuture<Integer>> loads = new ArrayList<>();
+        for (Worker w : all) {
+            loads.add(control.send(loop, HttpMethod.GET, w.baseUrl(), "/get_load")
+                    .handle((reply, error) -> reply != null && reply.ok() ? loadField(reply.body()) : -1));
+        }
+        CompletableFuture<String> body = CompletableFuture.allOf(loads.toArray(CompletableFuture[]::new))
+                .thenApply(v -> Json.object(g -> {
+                    g.writeArrayFieldStart("workers");
+                    for (int i = 0; i < all.size(); i++) {
+                        g.writeStartObject();
+                        g.writeStringField("worker", all.get(i).url());
+                        g.writeNumberField("load", loads.get(i).join());
+                        g.writeEndObject();
+                    }
+                    g.writeEndArray();
+                }));
+        ControlCalls.respondWhenDone(front, body, json -> json(front, HttpResponseStatus.OK, json));
+    }
+
+    private static int loadField(byte[] body) {
+        try (JsonParser p = Json.FACTORY.createParser(body)) {
+            if (p.nextToken() != JsonToken.START_OBJECT) {
+                return -1;
+            }
+            while (p.nextToken() == JsonToken.FIELD_NAME) {
+                String name = p.currentName();
+                JsonToken value = p.nextToken();
+                if (name.equals("load") && value == JsonToken.VALUE_NUMBER_INT) {
+                    return p.getIntValue();
+                }
+                p.skipChildren();
+            }
+        } catch (IOException e) {
+            return -1;
+        }
+        return -1;
+    }
+
+    private static String codedError(String message, String code) {
+        return Json.object(g -> {
+            g.writeStringField("error", message);
+            g.writeStringField("code", code);
+        });
+    }
+
+    private static FullHttpResponse text(FrontendHandler front, HttpResponseStatus status, String body) {
+        return Responses.text(front.context().alloc(), status, body);
+    }
+
+    private static FullHttpResponse json(FrontendHandler front, HttpResponseStatus status, String body) {
+        return Responses.json(front.context().alloc(), status, body);
+    }
+}
