@@ -154,7 +154,7 @@ public final class RouterServer implements AutoCloseable {
 
     private static List<Worker> initialWorkers(RouterConfig config, WorkerFactory factory) {
         List<Worker> out = new ArrayList<>();
-        if (config.pdDisaggregation() || config.vllmPdDisaggregation()) {
+        if (config.isPdMode()) {
             for (PrefillUrl prefill : config.prefillUrls()) {
                 out.addAll(factory.create(prefill.url(), WorkerRole.PREFILL, prefill.bootstrapPort()));
             }

@@ -23,6 +23,7 @@ import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.logging.Logger;
+import org.vllmrouter.core.config.PdMode;
 import org.vllmrouter.core.config.RouterConfig;
 import org.vllmrouter.core.policy.LoadBalancingPolicy;
 import org.vllmrouter.core.policy.PolicyRegistry;
@@ -67,7 +68,7 @@ final class PdRoutes {
 
     PdRoutes(RouterConfig config, WorkerRegistry workers, PolicyRegistry policies, Proxy proxy, WorkerCalls calls,
              RouterMetrics metrics) {
-        this.vllmMode = config.vllmPdDisaggregation();
+        this.vllmMode = config.pdMode() == PdMode.VLLM;
         this.workers = workers;
         this.policies = policies;
         this.proxy = proxy;

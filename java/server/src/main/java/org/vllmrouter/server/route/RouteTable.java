@@ -57,7 +57,7 @@ public final class RouteTable implements RequestHandler {
         this.releaseAdmission = limiter::release;
         this.metrics = metrics;
         RetryPolicy retry = RetryPolicy.from(config);
-        PdRoutes pd = config.pdDisaggregation() || config.vllmPdDisaggregation()
+        PdRoutes pd = config.isPdMode()
                 ? new PdRoutes(config, workers, policies, proxy, calls, metrics) : null;
 
         // Inference path -> path on the worker.
