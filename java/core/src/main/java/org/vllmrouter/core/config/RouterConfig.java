@@ -58,6 +58,7 @@ public record RouterConfig(
         @JsonSetter(nulls = Nulls.AS_EMPTY) Map<String, String> prefillSelector,
         @JsonSetter(nulls = Nulls.AS_EMPTY) Map<String, String> decodeSelector,
         @JsonSetter(nulls = Nulls.FAIL) String bootstrapPortAnnotation,
+        String vllmDiscoveryAddress,
         @JsonSetter(nulls = Nulls.FAIL) String kvConnector,
         Integer prometheusPort,
         String prometheusHost,
@@ -98,7 +99,7 @@ public record RouterConfig(
             List.of(), "127.0.0.1", 30000, false, false, false, List.of(), List.of(),
             PolicyNames.CACHE_AWARE, null, null, 600, 30, 0.3, 64, 1.5, 120, 67108864L, 536870912L, 1,
             false, null, null, null, false, Map.of(), 80, null, Map.of(), Map.of(), "vllm.ai/bootstrap-port",
-            "nixl", null, null, null, 1800, 32768, 100, 60, null, List.of(), 5, 50, 30000, 1.5, 0.2, false,
+            null, "nixl", null, null, null, 1800, 32768, 100, 60, null, List.of(), 5, 50, 30000, 1.5, 0.2, false,
             3, 2, 5, 60, "/health", 10, 3, 60, 120, false, null, null, List.of(), null);
 
     private static final ObjectMapper MAPPER = strictMapper();

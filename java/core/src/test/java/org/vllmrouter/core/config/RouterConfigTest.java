@@ -22,7 +22,7 @@ class RouterConfigTest {
             "balance_rel_threshold", "eviction_interval_secs", "max_tree_size", "max_payload_size",
             "intra_node_data_parallel_size", "enable_igw", "api_key", "log_dir", "log_level", "service_discovery",
             "selector", "service_discovery_port", "service_discovery_namespace", "prefill_selector", "decode_selector",
-            "bootstrap_port_annotation", "kv_connector", "prometheus_port", "prometheus_host", "request_id_headers",
+            "bootstrap_port_annotation", "vllm_discovery_address", "kv_connector", "prometheus_port", "prometheus_host", "request_id_headers",
             "request_timeout_secs", "max_concurrent_requests", "queue_size", "queue_timeout_secs",
             "rate_limit_tokens_per_second", "cors_allowed_origins", "retry_max_retries", "retry_initial_backoff_ms",
             "retry_max_backoff_ms", "retry_backoff_multiplier", "retry_jitter_factor", "disable_retries",
