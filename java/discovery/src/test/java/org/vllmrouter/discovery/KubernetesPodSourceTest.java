@@ -71,11 +71,12 @@ class KubernetesPodSourceTest {
     @AfterEach
     void stop() {
         DISCOVERY_LOG.removeHandler(capture);
+        // The API server goes first: its shutdown waits for a watch that a closing client may leave half-closed.
+        admin.close();
+        server.destroy();
         if (discovery != null) {
             discovery.close();
         }
-        admin.close();
-        server.destroy();
     }
 
     static KubernetesMockServer crudServer(int port) throws Exception {

@@ -27,6 +27,7 @@ import org.vllmrouter.core.session.SessionIdExtractor;
 import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRegistry;
 import org.vllmrouter.core.worker.WorkerRole;
+import org.vllmrouter.discovery.WorkerDiscovery;
 
 /**
  * Routes one aggregated request: path normalisation, authorization, then the route table of reference section 4.1
@@ -225,6 +226,11 @@ final class Router {
     }
 
     private FullHttpResponse health(FrontendHandler front) {
+        if (workers.size() == 0 && WorkerDiscovery.discoversWorkers(config)) {
+            // Inference would answer 503 too: a router that has found no worker yet is not healthy.
+            return Responses.text(front.context().alloc(), HttpResponseStatus.SERVICE_UNAVAILABLE,
+                    "No workers discovered yet");
+        }
         List<String> unhealthy = workers.all().stream().filter(w -> !w.isHealthy()).map(Worker::url).toList();
         if (unhealthy.isEmpty()) {
             return Responses.text(front.context().alloc(), HttpResponseStatus.OK, "All servers healthy");

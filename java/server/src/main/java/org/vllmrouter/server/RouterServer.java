@@ -30,6 +30,8 @@ import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRegistry;
 import org.vllmrouter.core.worker.WorkerRole;
+import org.vllmrouter.discovery.DiscoveryStartException;
+import org.vllmrouter.discovery.WorkerDiscovery;
 
 /**
  * A running router: the HTTP listener, the Prometheus listener, the worker registry and policies, the health
@@ -55,6 +57,7 @@ public final class RouterServer implements AutoCloseable {
     private final WorkerPools pools;
     private final Router router;
     private final HealthChecker healthChecker;
+    private final WorkerDiscovery discovery;
     private final ScheduledFuture<?> sweeper;
     private final Channel listener;
     private final Channel metricsListener;
@@ -62,8 +65,8 @@ public final class RouterServer implements AutoCloseable {
     private boolean closed;
 
     private RouterServer(RouterConfig config, EventLoopGroup group, WorkerRegistry workers, PolicyRegistry policies,
-                         WorkerPools pools, Router router, HealthChecker healthChecker, ScheduledFuture<?> sweeper,
-                         Channel listener, Channel metricsListener) {
+                         WorkerPools pools, Router router, HealthChecker healthChecker, WorkerDiscovery discovery,
+                         ScheduledFuture<?> sweeper, Channel listener, Channel metricsListener) {
         this.config = config;
         this.group = group;
         this.workers = workers;
@@ -71,6 +74,7 @@ public final class RouterServer implements AutoCloseable {
         this.pools = pools;
         this.router = router;
         this.healthChecker = healthChecker;
+        this.discovery = discovery;
         this.sweeper = sweeper;
         this.listener = listener;
         this.metricsListener = metricsListener;
@@ -88,6 +92,7 @@ public final class RouterServer implements AutoCloseable {
         WorkerRegistry workers = new WorkerRegistry();
         WorkerPools pools = new WorkerPools();
         HealthChecker healthChecker = null;
+        WorkerDiscovery discovery = null;
         ScheduledFuture<?> sweeper = null;
         Channel listener = null;
         try {
@@ -101,6 +106,12 @@ public final class RouterServer implements AutoCloseable {
             healthChecker = new HealthChecker(workers, control, config.healthCheckEndpoint(),
                     config.healthCheckIntervalSecs(), config.healthCheckTimeoutSecs());
             healthChecker.start();
+            try {
+                discovery = WorkerDiscovery.start(config, new DiscoveredWorkerSink(config, workers, factory, control),
+                        metrics.registry);
+            } catch (DiscoveryStartException e) {
+                throw new RouterStartException(e.getMessage(), e);
+            }
             sweeper = control.scheduleAtFixedRate(() -> policies.expireIdleSessions(SWEEP_BATCH),
                     SWEEP_INTERVAL_SECS, SWEEP_INTERVAL_SECS, TimeUnit.SECONDS);
 
@@ -119,9 +130,12 @@ public final class RouterServer implements AutoCloseable {
                     metricsInitializer(metrics), "Prometheus");
             LOG.info("Router ready | workers: " + workers.all().stream().map(Worker::url).toList());
             LOG.info("Starting server on " + config.host() + ":" + ((InetSocketAddress) listener.localAddress()).getPort());
-            return new RouterServer(config, group, workers, policies, pools, router, healthChecker, sweeper, listener,
-                    metricsListener);
+            return new RouterServer(config, group, workers, policies, pools, router, healthChecker, discovery, sweeper,
+                    listener, metricsListener);
         } catch (RouterStartException | RuntimeException e) {
+            if (discovery != null) {
+                discovery.close();
+            }
             if (healthChecker != null) {
                 healthChecker.close();
             }
@@ -295,6 +309,7 @@ public final class RouterServer implements AutoCloseable {
         if (router.inFlight() > 0) {
             LOG.warning("Shutting down with " + router.inFlight() + " request(s) still in flight");
         }
+        discovery.close();
         healthChecker.close();
         sweeper.cancel(false);
         pools.close();
