@@ -1,7 +1,6 @@
 package org.vllmrouter.discovery;
 
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -79,11 +78,6 @@ final class WorkerReconciler implements AutoCloseable {
             slot.pending.cancel(false);
         }
         step(url);
-    }
-
-    /** URLs that are wanted, registered or on their way. */
-    synchronized List<String> urls() {
-        return new ArrayList<>(slots.keySet());
     }
 
     private void step(String url) {

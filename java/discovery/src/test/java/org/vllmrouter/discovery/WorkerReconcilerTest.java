@@ -47,7 +47,10 @@ class WorkerReconcilerTest {
         workers.unwant(A.url());
         sink.waiting.get(A.url()).complete(WorkerSink.Outcome.ADDED);
         assertTrue(sink.registered.isEmpty());
-        assertEquals(0, workers.urls().size());
+        // Wanted again: a fresh add, not the abandoned one.
+        sink.held.clear();
+        workers.want(A);
+        assertEquals(A, sink.registered.get(A.url()));
     }
 
     @Test
