@@ -27,6 +27,7 @@ class TestRouterArgs:
         assert args.selector == {}
         assert args.service_discovery_port == 80
         assert args.service_discovery_namespace is None
+        assert args.vllm_discovery_address is None
         assert args.retry_max_retries == 5
         assert args.cb_failure_threshold == 10
         assert args.disable_retries is False
@@ -298,6 +299,11 @@ class TestParseRouterArgs:
         assert args.service_discovery_namespace == "default"
         assert args.prefill_selector == {"app": "vllm", "component": "prefill"}
         assert args.decode_selector == {"app": "vllm", "component": "decode"}
+
+    def test_vllm_discovery_address_arg(self):
+        args = parse_router_args(["--vllm-pd-disaggregation", "--vllm-discovery-address", "0.0.0.0:30001"])
+        assert args.vllm_discovery_address == "0.0.0.0:30001"
+        assert args.prefill_urls == [] and args.decode_urls == []
 
     def test_retry_and_circuit_breaker_args(self):
         args = parse_router_args([

@@ -80,6 +80,10 @@ class TestValidation:
                                  prefill_selector={"app": "p"}, decode_selector={"app": "d"}))
         patched_router.from_args.assert_called_once()
 
+    def test_pd_with_vllm_discovery_address_needs_no_urls(self, patched_router):
+        launch_router(RouterArgs(vllm_pd_disaggregation=True, vllm_discovery_address="0.0.0.0:30001"))
+        patched_router.from_args.assert_called_once()
+
     def test_router_args_accept_any_values(self):
         # Range and URL checks belong to the engine (upstream: Rust ConfigValidator).
         args = RouterArgs(worker_urls=["not-a-url", ""], port=65536, cache_threshold=2.0,

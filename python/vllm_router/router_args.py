@@ -111,6 +111,7 @@ class RouterArgs:
     prefill_selector: dict[str, str] = field(default_factory=dict)
     decode_selector: dict[str, str] = field(default_factory=dict)
     bootstrap_port_annotation: str = DEFAULT_BOOTSTRAP_PORT_ANNOTATION
+    vllm_discovery_address: str | None = None
     kv_connector: str = "nixl"
 
     # Prometheus (None => 29000 / 127.0.0.1; the engine always starts the listener)
@@ -252,6 +253,9 @@ class RouterArgs:
                             help="Pod label selector for prefill servers (PD mode)")
         parser.add_argument(f"--{p}decode-selector", type=str, nargs="+", default={},
                             help="Pod label selector for decode servers (PD mode)")
+        parser.add_argument(f"--{p}vllm-discovery-address", type=str, default=None,
+                            help="HOST:PORT where vLLM instances register over ZMQ in PD mode "
+                                 "(e.g. 0.0.0.0:30001)")
         parser.add_argument(f"--{p}kv-connector", type=_one_of(KV_CONNECTOR_CHOICES), default=RouterArgs.kv_connector,
                             metavar=_choices_metavar(KV_CONNECTOR_CHOICES), help="KV connector for PD mode")
 
@@ -360,7 +364,7 @@ class RouterArgs:
     def _validate_router_args(self) -> None:
         """Python-side checks run by launch_router; the engine validates everything else."""
         if self.pd_disaggregation or self.vllm_pd_disaggregation:
-            if not self.service_discovery:
+            if not (self.service_discovery or self.vllm_discovery_address):
                 if not self.prefill_urls:
                     raise ValueError("PD disaggregation mode requires --prefill")
                 if not self.decode_urls:

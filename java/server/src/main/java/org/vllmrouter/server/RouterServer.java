@@ -30,6 +30,8 @@ import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRegistry;
 import org.vllmrouter.core.worker.WorkerRole;
+import org.vllmrouter.discovery.DiscoveryStartException;
+import org.vllmrouter.discovery.WorkerDiscovery;
 import org.vllmrouter.server.http.FrontendHandler;
 import org.vllmrouter.server.http.InFlightRequests;
 import org.vllmrouter.server.http.RequestGuard;
@@ -44,6 +46,7 @@ import org.vllmrouter.server.route.RouteTable;
 import org.vllmrouter.server.route.SessionRoutes;
 import org.vllmrouter.server.worker.HealthChecker;
 import org.vllmrouter.server.worker.StartupWait;
+import org.vllmrouter.server.worker.DiscoveredWorkerSink;
 import org.vllmrouter.server.worker.WorkerFactory;
 
 /**
@@ -72,6 +75,7 @@ public final class RouterServer implements AutoCloseable {
     private final Proxy proxy;
     private final InFlightRequests inFlight;
     private final HealthChecker healthChecker;
+    private final WorkerDiscovery discovery;
     private final ScheduledFuture<?> sweeper;
     private final Channel listener;
     private final Channel metricsListener;
@@ -79,8 +83,8 @@ public final class RouterServer implements AutoCloseable {
     private boolean closed;
 
     private RouterServer(RouterConfig config, EventLoopGroup group, WorkerRegistry workers, PolicyRegistry policies,
-                         Proxy proxy, InFlightRequests inFlight, HealthChecker healthChecker, ScheduledFuture<?> sweeper,
-                         Channel listener, Channel metricsListener) {
+                         Proxy proxy, InFlightRequests inFlight, HealthChecker healthChecker, WorkerDiscovery discovery,
+                         ScheduledFuture<?> sweeper, Channel listener, Channel metricsListener) {
         this.config = config;
         this.group = group;
         this.workers = workers;
@@ -88,6 +92,7 @@ public final class RouterServer implements AutoCloseable {
         this.proxy = proxy;
         this.inFlight = inFlight;
         this.healthChecker = healthChecker;
+        this.discovery = discovery;
         this.sweeper = sweeper;
         this.listener = listener;
         this.metricsListener = metricsListener;
@@ -107,6 +112,7 @@ public final class RouterServer implements AutoCloseable {
         WorkerCalls calls = new WorkerCalls(metrics);
         Proxy proxy = new Proxy(workers, calls, metrics, config.requestTimeoutSecs());
         HealthChecker healthChecker = null;
+        WorkerDiscovery discovery = null;
         ScheduledFuture<?> sweeper = null;
         Channel listener = null;
         try {
@@ -119,6 +125,12 @@ public final class RouterServer implements AutoCloseable {
             healthChecker = new HealthChecker(workers, control, config.healthCheckEndpoint(),
                     config.healthCheckIntervalSecs(), config.healthCheckTimeoutSecs());
             healthChecker.start();
+            try {
+                discovery = WorkerDiscovery.start(config, new DiscoveredWorkerSink(config, workers, factory, control),
+                        metrics.registry());
+            } catch (DiscoveryStartException e) {
+                throw new RouterStartException(e.getMessage(), e);
+            }
             sweeper = control.scheduleAtFixedRate(() -> policies.expireIdleSessions(SWEEP_BATCH),
                     SWEEP_INTERVAL_SECS, SWEEP_INTERVAL_SECS, TimeUnit.SECONDS);
 
@@ -133,9 +145,12 @@ public final class RouterServer implements AutoCloseable {
                     metricsInitializer(metrics), "Prometheus");
             LOG.info("Router ready | workers: " + workers.all().stream().map(Worker::url).toList());
             LOG.info("Starting server on " + config.host() + ":" + ((InetSocketAddress) listener.localAddress()).getPort());
-            return new RouterServer(config, group, workers, policies, proxy, inFlight, healthChecker, sweeper, listener,
-                    metricsListener);
+            return new RouterServer(config, group, workers, policies, proxy, inFlight, healthChecker, discovery, sweeper,
+                    listener, metricsListener);
         } catch (RouterStartException | RuntimeException e) {
+            if (discovery != null) {
+                discovery.close();
+            }
             if (healthChecker != null) {
                 healthChecker.close();
             }
@@ -315,6 +330,7 @@ public final class RouterServer implements AutoCloseable {
         if (inFlight.count() > 0) {
             LOG.warning("Shutting down with " + inFlight.count() + " request(s) still in flight");
         }
+        discovery.close();
         healthChecker.close();
         sweeper.cancel(false);
         proxy.close();

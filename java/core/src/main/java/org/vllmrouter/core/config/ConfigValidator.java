@@ -44,6 +44,9 @@ final class ConfigValidator {
         if (discovery) {
             validateDiscovery(c, mode);
         }
+        if (c.vllmDiscoveryAddress() != null) {
+            validateHostPort("vllm_discovery_address", c.vllmDiscoveryAddress());
+        }
         if (c.prometheusPort() != null && c.prometheusHost() != null && c.prometheusHost().isEmpty()) {
             throw invalid("metrics.host", "", "Host cannot be empty");
         }
@@ -104,7 +107,8 @@ final class ConfigValidator {
             return;
         }
         String label = pdLabel(mode);
-        if (!discovery) {
+        // Workers that register over ZMQ may be the only ones, as with Kubernetes discovery.
+        if (!discovery && c.vllmDiscoveryAddress() == null) {
             if (prefillUrls.isEmpty()) {
                 throw failed(label + " requires at least one prefill worker URL");
             }
@@ -188,7 +192,7 @@ final class ConfigValidator {
         if (grpc && c.tokenizerPath() == null && c.modelPath() == null) {
             throw failed("gRPC connection mode requires either --tokenizer-path or --model-path to be specified");
         }
-        if (discovery) {
+        if (discovery || c.vllmDiscoveryAddress() != null) {
             return;
         }
         int workerCount = mode == PdMode.NONE ? regularUrls.size() : prefillUrls.size() + c.decodeUrls().size();
@@ -263,6 +267,22 @@ final class ConfigValidator {
             if (!hasHost(uri)) {
                 throw invalid("worker_url", url, "URL must have a valid host");
             }
+        }
+    }
+
+    /** {@code HOST:PORT} with a port in 1..65535; an IPv6 host in brackets. */
+    private static void validateHostPort(String field, String value) throws ConfigException {
+        int colon = value.lastIndexOf(':');
+        String host = colon < 0 ? "" : value.substring(0, colon);
+        int port;
+        try {
+            port = colon < 0 ? -1 : Integer.parseInt(value.substring(colon + 1));
+        } catch (NumberFormatException e) {
+            port = -1;
+        }
+        boolean bracketed = host.startsWith("[") && host.endsWith("]") && host.length() > 2;
+        if (host.isEmpty() || (host.contains(":") && !bracketed) || port < 1 || port > 65535) {
+            throw invalid(field, value, "Expected HOST:PORT with a port between 1 and 65535 (e.g. 0.0.0.0:30001)");
         }
     }
 

@@ -59,6 +59,7 @@ public record RouterConfig(
         @JsonSetter(nulls = Nulls.AS_EMPTY) Map<String, String> prefillSelector,
         @JsonSetter(nulls = Nulls.AS_EMPTY) Map<String, String> decodeSelector,
         @JsonSetter(nulls = Nulls.FAIL) String bootstrapPortAnnotation,
+        String vllmDiscoveryAddress,
         @JsonSetter(nulls = Nulls.FAIL) String kvConnector,
         Integer prometheusPort,
         String prometheusHost,

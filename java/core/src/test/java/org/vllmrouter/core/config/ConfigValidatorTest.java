@@ -35,6 +35,9 @@ class ConfigValidatorTest {
             "{\"policy\": \"random\", \"cache_threshold\": 5.0}",
             "{\"enable_igw\": true, \"policy\": \"power_of_two\", \"worker_urls\": [\"not a url\"]}",
             "{\"kv_connector\": \"Mooncake\"}",
+            "{\"vllm_pd_disaggregation\": true, \"vllm_discovery_address\": \"0.0.0.0:30001\"}",
+            "{\"vllm_pd_disaggregation\": true, \"vllm_discovery_address\": \"[::1]:30001\", \"policy\": \"power_of_two\","
+                    + " \"prefill_urls\": [[\"http://p:1\", null]]}",
     })
     void acceptsValidConfigs(String json) {
         valid(json);
@@ -83,6 +86,9 @@ class ConfigValidatorTest {
             "{\"port\": 70000}                            | Invalid value for field 'port': 70000 - Port must be between 0 and 65535 (0 picks a free port)",
             "{\"queue_size\": -1}                         | Invalid value for field 'queue_size': -1 - Must be >= 0",
             "{\"intra_node_data_parallel_size\": 0}       | Invalid value for field 'intra_node_data_parallel_size': 0 - Must be > 0",
+            "{\"vllm_pd_disaggregation\": true, \"vllm_discovery_address\": \"30001\"} | Invalid value for field 'vllm_discovery_address': 30001 - Expected HOST:PORT with a port between 1 and 65535 (e.g. 0.0.0.0:30001)",
+            "{\"vllm_pd_disaggregation\": true, \"vllm_discovery_address\": \"h:0\"} | Invalid value for field 'vllm_discovery_address': h:0 - Expected HOST:PORT with a port between 1 and 65535 (e.g. 0.0.0.0:30001)",
+            "{\"vllm_pd_disaggregation\": true, \"vllm_discovery_address\": \"::1:5\"} | Invalid value for field 'vllm_discovery_address': ::1:5 - Expected HOST:PORT with a port between 1 and 65535 (e.g. 0.0.0.0:30001)",
     })
     void rejectsWithUpstreamMessage(String json, String detail) throws ConfigException {
         invalid(json, "Configuration validation failed: " + detail);

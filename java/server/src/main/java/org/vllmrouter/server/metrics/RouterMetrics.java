@@ -215,4 +215,9 @@ public final class RouterMetrics {
     private static String label(CircuitBreaker.State state) {
         return state.name().toLowerCase(java.util.Locale.ROOT);
     }
+
+    /** The registry this router's metrics live in, for components that add their own (worker discovery). */
+    public PrometheusRegistry registry() {
+        return registry;
+    }
 }

@@ -13,14 +13,25 @@ import org.vllmrouter.server.http.Responses;
 /** {@code /health}, {@code /liveness} and {@code /readiness}, answered from the registry's view of the workers. */
 final class HealthRoutes {
     private final WorkerRegistry workers;
+    private final boolean discoversWorkers;
 
-    HealthRoutes(WorkerRegistry workers) {
+    HealthRoutes(WorkerRegistry workers, boolean discoversWorkers) {
         this.workers = workers;
+        this.discoversWorkers = discoversWorkers;
     }
 
-    /** 200 when no registered worker is unhealthy (also with none at all), else 503 naming the unhealthy ones. */
+    /**
+     * 200 when no registered worker is unhealthy (also with none at all, unless workers are discovered), else 503
+     * naming the unhealthy ones.
+     */
     void health(FrontendHandler front, FullHttpRequest request, RequestPath path) {
         request.release();
+        if (discoversWorkers && workers.size() == 0) {
+            // Inference would answer 503 too: a router that has found no worker yet is not healthy.
+            front.respond(Responses.text(front.context().alloc(), HttpResponseStatus.SERVICE_UNAVAILABLE,
+                    "No workers discovered yet"));
+            return;
+        }
         List<String> unhealthy = workers.all().stream().filter(w -> !w.isHealthy()).map(Worker::url).toList();
         if (unhealthy.isEmpty()) {
             front.respond(Responses.text(front.context().alloc(), HttpResponseStatus.OK, "All servers healthy"));

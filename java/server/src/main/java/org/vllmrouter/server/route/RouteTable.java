@@ -12,6 +12,7 @@ import java.util.Map;
 import org.vllmrouter.core.config.RouterConfig;
 import org.vllmrouter.core.policy.PolicyRegistry;
 import org.vllmrouter.core.worker.WorkerRegistry;
+import org.vllmrouter.discovery.WorkerDiscovery;
 import org.vllmrouter.server.http.FrontendHandler;
 import org.vllmrouter.server.http.RequestHandler;
 import org.vllmrouter.server.http.RequestPath;
@@ -74,7 +75,7 @@ public final class RouteTable implements RequestHandler {
                 ? pd.pipeline(path, workerPath)
                 : new InferenceRoute(path, workerPath, policies, proxy, retry)));
 
-        HealthRoutes health = new HealthRoutes(workers);
+        HealthRoutes health = new HealthRoutes(workers, WorkerDiscovery.discoversWorkers(config));
         add("/health", Access.PUBLIC, HttpMethod.GET, health::health);
         add("/liveness", Access.PUBLIC, HttpMethod.GET, health::liveness);
         add("/readiness", Access.PUBLIC, HttpMethod.GET, health::readiness);

@@ -16,7 +16,10 @@ public final class StartupWait {
 
     private StartupWait() {}
 
-    /** Completes true as soon as any of {@code baseUrls} is healthy, false once {@code deadlineNanos} has passed. */
+    /**
+     * Completes true as soon as any of {@code baseUrls} is healthy, false once {@code deadlineNanos} has passed.
+     * Cancelling the result stops the probing.
+     */
     public static CompletableFuture<Boolean> untilHealthy(EventLoop loop, List<String> baseUrls, String endpoint,
                                                    int intervalSecs, long deadlineNanos) {
         CompletableFuture<Boolean> result = new CompletableFuture<>();
@@ -26,6 +29,9 @@ public final class StartupWait {
 
     private static void round(EventLoop loop, List<String> bases, String endpoint, int intervalSecs, long deadlineNanos,
                               CompletableFuture<Boolean> result) {
+        if (result.isDone()) {
+            return;
+        }
         List<CompletableFuture<Boolean>> probes = new ArrayList<>(bases.size());
         for (String base : bases) {
             probes.add(probe(loop, base, endpoint, PROBE_TIMEOUT));
