@@ -72,26 +72,31 @@ final class Node {
         }
     }
 
-    /** Writers only, under the tree's lock. */
+    /** Writers only, under the tree's lock. Returns false when {@code child} was not linked here. */
     @SuppressWarnings("unchecked")
-    void removeChild(Node child) {
+    boolean removeChild(Node child) {
         Object c = children;
         if (c instanceof Node[] array) {
-            if (array.length == 1) {
-                children = null;
-                return;
-            }
-            Node[] shrunk = new Node[array.length - 1];
-            int j = 0;
-            for (Node n : array) {
-                if (n != child) {
-                    shrunk[j++] = n;
+            int at = -1;
+            for (int i = 0; i < array.length; i++) {
+                if (array[i] == child) {
+                    at = i;
                 }
             }
-            children = shrunk;
-        } else if (c != null) {
-            ((ConcurrentHashMap<Long, Node>) c).remove(child.key, child);
+            if (at < 0) {
+                return false;
+            }
+            if (array.length == 1) {
+                children = null;
+            } else {
+                Node[] shrunk = new Node[array.length - 1];
+                System.arraycopy(array, 0, shrunk, 0, at);
+                System.arraycopy(array, at + 1, shrunk, at, array.length - at - 1);
+                children = shrunk;
+            }
+            return true;
         }
+        return c != null && ((ConcurrentHashMap<Long, Node>) c).remove(child.key, child);
     }
 
     long[] claims() {

@@ -83,8 +83,7 @@ final class RadixTree {
     /** Under {@link #writeLock}: unlinks {@code node} and its ancestors while they hold nothing. */
     void prune(Node node) {
         Node n = node;
-        while (n != root && n.unclaimed() && !n.hasChildren()) {
-            n.parent.removeChild(n);
+        while (n != root && n.unclaimed() && !n.hasChildren() && n.parent.removeChild(n)) {
             budget.giveBack();
             n = n.parent;
         }

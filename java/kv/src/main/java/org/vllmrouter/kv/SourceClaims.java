@@ -54,6 +54,10 @@ public final class SourceClaims implements AutoCloseable {
         return tree.identity;
     }
 
+    RadixTree tree() {
+        return tree;
+    }
+
     /** Starts at 0 and grows with every {@link #restart()}. */
     public long incarnation() {
         return incarnation;
