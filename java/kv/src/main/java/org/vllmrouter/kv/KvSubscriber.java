@@ -29,6 +29,14 @@ final class KvSubscriber implements Runnable {
     private static final System.Logger LOG = System.getLogger(KvSubscriber.class.getName());
     private static final long END_OF_REPLAY = -1;
     private static final int POLL_MS = 100;
+    /**
+     * JeroMQ's connecting side sometimes finishes the TCP connect but never the ZeroMQ handshake
+     * (a race in its poller, worse under CPU load); the socket then waits for the handshake
+     * timer, 30 s by default, before it reconnects. A short timer makes such a stall cost a
+     * second: a subscription that lost batches meanwhile sees a gap and replays, and a replay
+     * request queued on a stalled DEALER goes out on the reconnect.
+     */
+    private static final int HANDSHAKE_MS = 1_000;
 
     private final ZContext context;
     private final SourceId source;
@@ -67,6 +75,7 @@ final class KvSubscriber implements Runnable {
         ZMQ.Socket sub = context.createSocket(SocketType.SUB);
         try {
             sub.setLinger(0);
+            sub.setHandshakeIvl(HANDSHAKE_MS);
             sub.setRcvHWM(settings.receiveHwm());
             sub.setReceiveTimeOut(POLL_MS);
             sub.setMaxMsgSize(settings.maxPayloadBytes() + 1024L);
@@ -162,6 +171,7 @@ final class KvSubscriber implements Runnable {
         ZMQ.Socket dealer = context.createSocket(SocketType.DEALER);
         try {
             dealer.setLinger(0);
+            dealer.setHandshakeIvl(HANDSHAKE_MS);
             dealer.setSendTimeOut(0);
             dealer.setMaxMsgSize(settings.maxPayloadBytes() + 1024L);
             dealer.connect(endpoints.replayEndpoint());
