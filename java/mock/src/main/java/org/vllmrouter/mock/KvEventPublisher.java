@@ -145,8 +145,8 @@ public final class KvEventPublisher implements AutoCloseable {
             bound.completeExceptionally(e);
             throw e;
         } finally {
-            context.destroySocket(pub);
-            context.destroySocket(router);
+            pub.close();
+            router.close();
         }
     }
 
