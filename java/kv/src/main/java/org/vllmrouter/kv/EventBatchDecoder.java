@@ -1,7 +1,9 @@
 package org.vllmrouter.kv;
 
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import org.msgpack.core.MessageFormat;
 import org.msgpack.core.MessagePack;
@@ -26,11 +28,23 @@ public final class EventBatchDecoder {
     public static final int DEFAULT_MAX_PAYLOAD_BYTES = 16 << 20;
     public static final int DEFAULT_MAX_EVENTS = 65_536;
 
-    private static final int STORED_HASHES = 1;
-    private static final int STORED_PARENT = 1 << 1;
-    private static final int STORED_TOKENS = 1 << 2;
-    private static final int STORED_BLOCK_SIZE = 1 << 3;
-    private static final int STORED_REQUIRED = STORED_HASHES | STORED_PARENT | STORED_TOKENS | STORED_BLOCK_SIZE;
+    /** The fields this decoder reads, by position: keys are matched as bytes, without making strings. */
+    private static final byte[][] FIELDS = utf8("block_hashes", "parent_block_hash", "token_ids", "block_size",
+            "type", "lora_id", "medium", "lora_name", "extra_keys", "group_idx", "ownership");
+    private static final int HASHES = 0;
+    private static final int PARENT = 1;
+    private static final int TOKENS = 2;
+    private static final int BLOCK_SIZE = 3;
+    private static final int TYPE = 4;
+    private static final int LORA_ID = 5;
+    private static final int MEDIUM = 6;
+    private static final int LORA_NAME = 7;
+    private static final int EXTRA_KEYS = 8;
+    private static final int GROUP_IDX = 9;
+    private static final int OWNERSHIP = 10;
+    private static final int STORED_REQUIRED = 0b1111;
+    private static final String[] KNOWN_STRINGS = {"BlockStored", "BlockRemoved", "AllBlocksCleared", "GPU", "CPU"};
+    private static final byte[][] KNOWN_BYTES = utf8(KNOWN_STRINGS);
 
     private final int maxPayloadBytes;
     private final int maxEvents;
@@ -121,40 +135,30 @@ public final class EventBatchDecoder {
         boolean ownership = false;
         int group = 0;
         int seen = 0;
-        List<String> keys = new ArrayList<>(fields);
         for (int i = 0; i < fields; i++) {
             if (u.getNextFormat().getValueType() != ValueType.STRING) {
                 throw new MalformedBatchException(Rejection.BAD_FIELD, "an event has a key that is not a string");
             }
-            String key = u.unpackString();
-            if (keys.contains(key)) {
-                throw new MalformedBatchException(Rejection.BAD_FIELD, "an event repeats the key '" + key + "'");
+            int field = field(u);
+            if (field >= 0) {
+                if ((seen & (1 << field)) != 0) {
+                    throw new MalformedBatchException(Rejection.BAD_FIELD,
+                            "an event repeats the key '" + new String(FIELDS[field], StandardCharsets.UTF_8) + "'");
+                }
+                seen |= 1 << field;
             }
-            keys.add(key);
-            switch (key) {
-                case "type" -> tag = string(u, "type");
-                case "block_hashes" -> {
-                    hashes = hashes(u);
-                    seen |= STORED_HASHES;
-                }
-                case "parent_block_hash" -> {
-                    parent = nullableHash(u);
-                    seen |= STORED_PARENT;
-                }
-                case "token_ids" -> {
-                    tokens = tokenIds(u);
-                    seen |= STORED_TOKENS;
-                }
-                case "block_size" -> {
-                    blockSize = positiveInt(u, "block_size");
-                    seen |= STORED_BLOCK_SIZE;
-                }
-                case "lora_id" -> loraId = nullableLong(u, "lora_id", Rejection.BAD_FIELD);
-                case "medium" -> medium = nullableString(u, "medium");
-                case "lora_name" -> loraName = nullableString(u, "lora_name");
-                case "extra_keys" -> extraKeys = extraKeys(u);
-                case "group_idx" -> group = nullableLong(u, "group_idx", Rejection.BAD_FIELD) instanceof Long g ? g.intValue() : 0;
-                case "ownership" -> ownership = notNil(u);
+            switch (field) {
+                case TYPE -> tag = string(u, "type");
+                case HASHES -> hashes = hashes(u);
+                case PARENT -> parent = nullableHash(u);
+                case TOKENS -> tokens = tokenIds(u);
+                case BLOCK_SIZE -> blockSize = positiveInt(u, "block_size");
+                case LORA_ID -> loraId = nullableLong(u, "lora_id", Rejection.BAD_FIELD);
+                case MEDIUM -> medium = nullableString(u, "medium");
+                case LORA_NAME -> loraName = nullableString(u, "lora_name");
+                case EXTRA_KEYS -> extraKeys = extraKeys(u);
+                case GROUP_IDX -> group = nullableLong(u, "group_idx", Rejection.BAD_FIELD) instanceof Long g ? g.intValue() : 0;
+                case OWNERSHIP -> ownership = notNil(u);
                 default -> u.skipValue();
             }
         }
@@ -171,7 +175,7 @@ public final class EventBatchDecoder {
                         extraKeys, group, ownership);
             }
             case "BlockRemoved" -> {
-                if ((seen & STORED_HASHES) == 0) {
+                if ((seen & (1 << HASHES)) == 0) {
                     throw new MalformedBatchException(Rejection.MISSING_FIELD, "BlockRemoved lacks block_hashes");
                 }
                 yield new KvEvent.BlockRemoved(hashes, medium, group);
@@ -179,6 +183,22 @@ public final class EventBatchDecoder {
             case "AllBlocksCleared" -> new KvEvent.AllBlocksCleared();
             default -> throw new MalformedBatchException(Rejection.UNKNOWN_EVENT, "unknown KV event type '" + tag + "'");
         };
+    }
+
+    /** The position of the key in {@link #FIELDS}, or -1 for a key this decoder skips. */
+    private int field(MessageUnpacker u) throws IOException {
+        int len = u.unpackRawStringHeader();
+        if (len > scratch.length) {
+            u.readPayload(len);
+            return -1;
+        }
+        u.readPayload(scratch, 0, len);
+        for (int f = 0; f < FIELDS.length; f++) {
+            if (FIELDS[f].length == len && Arrays.equals(FIELDS[f], 0, len, scratch, 0, len)) {
+                return f;
+            }
+        }
+        return -1;
     }
 
     /** vLLM's older encoding: {@code [tag, field...]} in declaration order, trailing defaults omitted. */
@@ -327,14 +347,23 @@ public final class EventBatchDecoder {
         return u.unpackLong();
     }
 
-    private static String string(MessageUnpacker u, String field) throws IOException, MalformedBatchException {
+    /** Event types and media come back as constants: the same few strings arrive millions of times. */
+    private String string(MessageUnpacker u, String field) throws IOException, MalformedBatchException {
         if (u.getNextFormat().getValueType() != ValueType.STRING) {
             throw new MalformedBatchException(Rejection.BAD_FIELD, field + " is not a string");
         }
-        return u.unpackString();
+        int len = u.unpackRawStringHeader();
+        byte[] bytes = len <= scratch.length ? scratch : new byte[len];
+        u.readPayload(bytes, 0, len);
+        for (int i = 0; i < KNOWN_BYTES.length; i++) {
+            if (KNOWN_BYTES[i].length == len && Arrays.equals(KNOWN_BYTES[i], 0, len, bytes, 0, len)) {
+                return KNOWN_STRINGS[i];
+            }
+        }
+        return new String(bytes, 0, len, StandardCharsets.UTF_8);
     }
 
-    private static String nullableString(MessageUnpacker u, String field) throws IOException, MalformedBatchException {
+    private String nullableString(MessageUnpacker u, String field) throws IOException, MalformedBatchException {
         if (u.getNextFormat() == MessageFormat.NIL) {
             u.unpackNil();
             return null;
@@ -367,6 +396,14 @@ public final class EventBatchDecoder {
             any |= notNil(u);
         }
         return any;
+    }
+
+    private static byte[][] utf8(String... strings) {
+        byte[][] out = new byte[strings.length][];
+        for (int i = 0; i < strings.length; i++) {
+            out[i] = strings[i].getBytes(StandardCharsets.UTF_8);
+        }
+        return out;
     }
 
     private static String missing(int seen, String... names) {

@@ -1,5 +1,6 @@
 package org.vllmrouter.kv;
 
+import java.util.Arrays;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
@@ -16,7 +17,11 @@ final class Node {
 
     final long key;
     final Node parent;
-    /** null, a {@code Node[]} or a {@code ConcurrentHashMap<Long, Node>}. */
+    /**
+     * null, the only child itself (most nodes: a prompt is a chain), a {@code Node[]} or a
+     * {@code ConcurrentHashMap<Long, Node>}. Keeping a lone child inline saves a lookup one
+     * memory load on every level of a lookup.
+     */
     private volatile Object children;
     /** One bit per source slot, {@code words} longs per tier: {@code claims[tier * words + slot / 64]}. */
     private volatile long[] claims = NO_CLAIMS;
@@ -31,6 +36,9 @@ final class Node {
         Object c = children;
         if (c == null) {
             return null;
+        }
+        if (c instanceof Node only) {
+            return only.key == childKey ? only : null;
         }
         if (c instanceof Node[] array) {
             for (Node n : array) {
@@ -53,10 +61,12 @@ final class Node {
     void addChild(Node child) {
         Object c = children;
         if (c == null) {
-            children = new Node[] {child};
+            children = child;
+        } else if (c instanceof Node only) {
+            children = new Node[] {only, child};
         } else if (c instanceof Node[] array) {
             if (array.length < ARRAY_CHILDREN) {
-                Node[] grown = java.util.Arrays.copyOf(array, array.length + 1);
+                Node[] grown = Arrays.copyOf(array, array.length + 1);
                 grown[array.length] = child;
                 children = grown;
             } else {
@@ -76,6 +86,13 @@ final class Node {
     @SuppressWarnings("unchecked")
     boolean removeChild(Node child) {
         Object c = children;
+        if (c instanceof Node only) {
+            if (only != child) {
+                return false;
+            }
+            children = null;
+            return true;
+        }
         if (c instanceof Node[] array) {
             int at = -1;
             for (int i = 0; i < array.length; i++) {
@@ -86,8 +103,8 @@ final class Node {
             if (at < 0) {
                 return false;
             }
-            if (array.length == 1) {
-                children = null;
+            if (array.length == 2) {
+                children = array[1 - at];
             } else {
                 Node[] shrunk = new Node[array.length - 1];
                 System.arraycopy(array, 0, shrunk, 0, at);

@@ -20,7 +20,7 @@ public enum Tier {
      * knew the GPU; a name vLLM does not define belongs to a connector's own store.
      */
     static Tier ofMedium(String medium) {
-        if (medium == null) {
+        if (medium == null || medium.equals("GPU")) {
             return DEVICE;
         }
         return switch (medium.toUpperCase(Locale.ROOT)) {

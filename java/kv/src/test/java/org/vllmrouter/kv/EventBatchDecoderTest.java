@@ -78,6 +78,7 @@ class EventBatchDecoderTest {
         e.put("extra_keys", Arrays.asList(List.of("salt"), null));
         e.put("kv_cache_spec_kind", "full_attention");
         e.put("a_field_from_the_future", map("x", List.of(1, 2)));
+        e.put("a_much_longer_field_name_from_the_future_".repeat(3), "value");
         KvEvent.BlockStored s = (KvEvent.BlockStored) decoder.decode(Msgpack.batch(e)).events().get(0);
         assertEquals(1, s.groupIdx());
         assertEquals(true, s.extraKeys());
