@@ -48,6 +48,7 @@ final class KvSubscriber implements Runnable {
     private final byte[] topic;
     private final Map<KvMetrics.Rejection, Long> lastWarning = new EnumMap<>(KvMetrics.Rejection.class);
     private volatile boolean running = true;
+    private Long lastFault;
     /** Highest sequence number applied (or used up by a malformed batch); -1 before the first. */
     private long applied = -1;
     /** Highest sequence number seen on the live socket; -1 before the first. */
@@ -84,7 +85,7 @@ final class KvSubscriber implements Runnable {
             while (running) {
                 List<byte[]> frames = receive(sub);
                 if (frames != null) {
-                    live(frames);
+                    takeIn(frames);
                 }
             }
         } catch (RuntimeException e) {
@@ -94,6 +95,19 @@ final class KvSubscriber implements Runnable {
         } finally {
             sub.close();
             claims.close();
+        }
+    }
+
+    /** One message; a fault of ours must not end the subscription, so it is logged and the next message taken. */
+    private void takeIn(List<byte[]> frames) {
+        try {
+            live(frames);
+        } catch (RuntimeException e) {
+            long now = System.nanoTime();
+            if (lastFault == null || now - lastFault >= settings.warningInterval().toNanos()) {
+                lastFault = now;
+                LOG.log(Level.ERROR, "KV events from " + source + ": a message could not be taken in", e);
+            }
         }
     }
 

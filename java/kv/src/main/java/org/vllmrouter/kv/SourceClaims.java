@@ -80,6 +80,11 @@ public final class SourceClaims implements AutoCloseable {
                     + " blocks of " + blockSize);
         }
         byte[] lora = BlockKeys.lora(loraName);
+        // Hashed before the lock: other sources' writers wait for it only as long as the tree changes.
+        long[] blockKeys = new long[hashes.length];
+        for (int b = 0; b < hashes.length; b++) {
+            blockKeys[b] = keys.key(lora, tokenIds, b * blockSize, blockSize);
+        }
         tree.writeLock.lock();
         try {
             ensureOpen();
@@ -91,8 +96,7 @@ public final class SourceClaims implements AutoCloseable {
                 }
             }
             for (int b = 0; b < hashes.length; b++) {
-                long key = keys.key(lora, tokenIds, b * blockSize, blockSize);
-                Node child = childWithRoom(node, key);
+                Node child = childWithRoom(node, blockKeys[b]);
                 if (child == null) {
                     metrics.refusedBlocks(hashes.length - b);
                     return StoreOutcome.PARTIAL;
