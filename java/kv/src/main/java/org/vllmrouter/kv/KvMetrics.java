@@ -39,7 +39,7 @@ public final class KvMetrics {
                 "KV events of good batches that the index cannot use", "reason");
         dropped = counter("vllm_router_kv_messages_dropped_total",
                 "Messages received on a KV event socket and not taken in", "reason");
-        gaps = counter("vllm_router_kv_sequence_gaps_total", "Missing KV event sequence numbers seen");
+        gaps = counter("vllm_router_kv_sequence_gaps_total", "KV event sequence gaps seen (each starts a replay)");
         replays = counter("vllm_router_kv_replays_total", "Replay requests after a gap, by outcome", "result");
         restarts = counter("vllm_router_kv_publisher_restarts_total",
                 "KV publishers seen starting over (sequence number went down); their claims were cleared");

@@ -17,7 +17,7 @@ import org.zeromq.ZMQ;
  * {@code [topic, seq u64 BE, msgpack batch]} in, claims out.
  *
  * <p>Sequence numbers: the next one is applied; a jump asks the replay socket (a DEALER to
- * the publisher's ROUTER) for everything from the last applied one on, within a deadline,
+ * the publisher's ROUTER) for everything from the first missing one on, within a deadline,
  * taking replies with or without a topic frame and skipping what was already applied; a
  * number at or below the last one seen live means the publisher started over, so the source's
  * claims are cleared. A malformed batch is rejected whole and counted, and the claims stay: its
