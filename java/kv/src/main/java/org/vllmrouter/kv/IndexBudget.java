@@ -30,10 +30,6 @@ final class IndexBudget {
         used.decrementAndGet();
     }
 
-    boolean full() {
-        return used.get() >= max;
-    }
-
     long used() {
         return used.get();
     }

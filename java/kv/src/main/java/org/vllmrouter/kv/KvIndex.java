@@ -63,9 +63,4 @@ public final class KvIndex {
     public long blockBudget() {
         return budget.max();
     }
-
-    /** True while no new block can be added without giving up another. */
-    public boolean full() {
-        return budget.full();
-    }
 }

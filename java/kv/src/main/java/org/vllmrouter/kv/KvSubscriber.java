@@ -123,10 +123,10 @@ final class KvSubscriber implements Runnable {
         }
         long seq = ByteBuffer.wrap(frames.get(1)).getLong();
         if (liveLast >= 0 && seq <= liveLast) {
-            LOG.log(Level.INFO, "KV publisher " + source + " started over (seq " + seq + " after " + liveLast
-                    + "); its claims are cleared");
             metrics.restart.inc();
             claims.restart();
+            LOG.log(Level.INFO, "KV publisher " + source + " started over (seq " + seq + " after " + liveLast
+                    + "): its claims are cleared, incarnation " + claims.incarnation());
             applied = -1;
         }
         liveLast = seq;

@@ -148,6 +148,7 @@ class KvIndexTest {
     void closingASourceReleasesItsClaims() throws Exception {
         SourceClaims claims = index.claims(MODEL, new SourceId("http://c:8000", 0));
         claims.stored(null, new long[] {1, 2}, tokens(100, 8), null, Tier.DEVICE);
+        assertEquals(2, claims.blocks());
         assertEquals(2, index.blocks());
         claims.close();
         assertEquals(0, index.blocks());

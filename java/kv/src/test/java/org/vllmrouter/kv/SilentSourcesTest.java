@@ -96,6 +96,20 @@ class SilentSourcesTest {
         await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertEquals(0, index.blocks()));
     }
 
+    @Test
+    void aStaticSourceWithoutReplayTakesTheBatchAfterAGap() {
+        ZMQ.Socket pub = zmq.createSocket(SocketType.PUB);
+        int pubPort = pub.bindToRandomPort("tcp://127.0.0.1");
+        subscribers.start(new SourceId(WORKER, 0), MODEL, KvEventSource.of("tcp://127.0.0.1:" + pubPort));
+        long[] seq = {7};
+        int[] prompt = Msgpack.tokens(1, 4);
+        await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> {
+            publish(pub, seq[0]++, Msgpack.batch(Msgpack.stored(new long[] {1}, null, prompt, 4, "CPU")));
+            assertEquals(1, index.match(MODEL, BlockKeys.of(prompt, 4, null), List.of(WORKER)).blocks(0, Tier.HOST));
+        });
+        assertEquals(1, counter("vllm_router_kv_replays_total", "result", "unavailable"));
+    }
+
     static void publish(ZMQ.Socket pub, long seq, byte[] payload) {
         pub.sendMore(new byte[0]);
         pub.sendMore(ByteBuffer.allocate(8).putLong(seq).array());

@@ -10,7 +10,6 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import org.msgpack.core.MessageBufferPacker;
 import org.msgpack.core.MessagePack;
 import org.zeromq.SocketType;
@@ -50,7 +49,6 @@ public final class KvEventPublisher implements AutoCloseable {
     private final String host;
     private final LinkedBlockingQueue<Object> queue = new LinkedBlockingQueue<>();
     private final ArrayDeque<Buffered> buffer = new ArrayDeque<>();
-    private final AtomicLong sent = new AtomicLong();
     private final Thread thread;
     private final int port;
     private final int replayPort;
@@ -87,11 +85,6 @@ public final class KvEventPublisher implements AutoCloseable {
 
     public String topic() {
         return knobs.kvTopic();
-    }
-
-    /** Batches numbered so far in this process, over every lifetime (sent live or dropped). */
-    public long batches() {
-        return sent.get();
     }
 
     /** Sends {@code payload} as a batch of its own, whatever it holds: for malformed-input tests. */
@@ -171,7 +164,6 @@ public final class KvEventPublisher implements AutoCloseable {
 
     private void sendBatch(ZMQ.Socket pub, byte[] payload) {
         long seq = nextSeq++;
-        sent.incrementAndGet();
         buffer.addLast(new Buffered(seq, payload));
         if (buffer.size() > BUFFER_STEPS) {
             buffer.removeFirst();
