@@ -5,15 +5,16 @@ import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * One block in a {@link RadixTree}: its key, its children, and which sources hold it in which
- * tier. Readers walk nodes without locks: every field a reader follows is either final or a
- * volatile reference to an array that is never changed after publication (copy on write), so a
- * reader sees each node whole, before or after a writer's change.
+ * tier. Readers walk nodes without locks: every field a reader follows is final, a volatile
+ * word, or a volatile reference to an array that is never changed after publication (copy on
+ * write).
  */
 final class Node {
 
     /** Children are a small array (linear scan) until this many, then a hash map. */
     private static final int ARRAY_CHILDREN = 16;
     private static final long[] NO_CLAIMS = new long[0];
+    private static final int TIERS = Tier.ALL.length;
 
     final long key;
     final Node parent;
@@ -23,8 +24,15 @@ final class Node {
      * memory load on every level of a lookup.
      */
     private volatile Object children;
-    /** One bit per source slot, {@code words} longs per tier: {@code claims[tier * words + slot / 64]}. */
-    private volatile long[] claims = NO_CLAIMS;
+    // One bit per source slot and tier. The first 64 slots sit in the node itself (a lookup reads
+    // them with the node); more sources of one model than that spill into a copy-on-write array,
+    // overflow[tier * words + slot / 64 - 1]. Each word is written whole, so a reader sees every
+    // tier's word before or after a change.
+    private volatile long device;
+    private volatile long host;
+    private volatile long external;
+    private volatile long disk;
+    private volatile long[] overflow = NO_CLAIMS;
 
     Node(long key, Node parent) {
         this.key = key;
@@ -116,15 +124,23 @@ final class Node {
         return c != null && ((ConcurrentHashMap<Long, Node>) c).remove(child.key, child);
     }
 
-    long[] claims() {
-        return claims;
+    /** The claims of slots {@code 64 * word} to {@code 64 * word + 63} in {@code tier}. */
+    long claims(int tier, int word) {
+        if (word == 0) {
+            return switch (tier) {
+                case 0 -> device;
+                case 1 -> host;
+                case 2 -> external;
+                default -> disk;
+            };
+        }
+        long[] o = overflow;
+        int words = o.length / TIERS;
+        return word - 1 < words ? o[tier * words + word - 1] : 0;
     }
 
     boolean holds(int slot, Tier tier) {
-        long[] c = claims;
-        int words = c.length / Tier.ALL.length;
-        int w = slot >>> 6;
-        return w < words && (c[tier.ordinal() * words + w] & (1L << slot)) != 0;
+        return (claims(tier.ordinal(), slot >>> 6) & (1L << slot)) != 0;
     }
 
     boolean holdsAny(int slot) {
@@ -137,43 +153,43 @@ final class Node {
     }
 
     boolean unclaimed() {
-        for (long word : claims) {
-            if (word != 0) {
-                return false;
-            }
-        }
-        return true;
+        return (device | host | external | disk) == 0 && overflow.length == 0;
     }
 
     /** Writers only, under the tree's lock. */
-    void claim(int slot, Tier tier, int treeWords) {
-        if (holds(slot, tier)) {
-            return;
-        }
-        long[] c = claims;
-        int words = Math.max(c.length / Tier.ALL.length, Math.max(treeWords, (slot >>> 6) + 1));
-        long[] next = new long[words * Tier.ALL.length];
-        copyInto(c, next, words);
-        next[tier.ordinal() * words + (slot >>> 6)] |= 1L << slot;
-        claims = next;
+    void claim(int slot, Tier tier) {
+        change(slot, tier, true);
     }
 
     /** Writers only, under the tree's lock. */
     void release(int slot, Tier tier) {
-        if (!holds(slot, tier)) {
-            return;
-        }
-        long[] next = claims.clone();
-        int words = next.length / Tier.ALL.length;
-        next[tier.ordinal() * words + (slot >>> 6)] &= ~(1L << slot);
-        claims = allZero(next) ? NO_CLAIMS : next;
+        change(slot, tier, false);
     }
 
-    private static void copyInto(long[] from, long[] to, int toWords) {
-        int fromWords = from.length / Tier.ALL.length;
-        for (int t = 0; t < Tier.ALL.length; t++) {
-            System.arraycopy(from, t * fromWords, to, t * toWords, fromWords);
+    private void change(int slot, Tier tier, boolean set) {
+        if (holds(slot, tier) == set) {
+            return;
         }
+        long bit = 1L << slot;
+        int word = slot >>> 6;
+        if (word == 0) {
+            switch (tier) {
+                case DEVICE -> device ^= bit;
+                case HOST -> host ^= bit;
+                case EXTERNAL -> external ^= bit;
+                case DISK -> disk ^= bit;
+            }
+            return;
+        }
+        long[] o = overflow;
+        int words = Math.max(o.length / TIERS, word);
+        long[] next = new long[words * TIERS];
+        int oldWords = o.length / TIERS;
+        for (int t = 0; t < TIERS; t++) {
+            System.arraycopy(o, t * oldWords, next, t * words, oldWords);
+        }
+        next[tier.ordinal() * words + word - 1] ^= bit;
+        overflow = allZero(next) ? NO_CLAIMS : next;
     }
 
     private static boolean allZero(long[] words) {

@@ -30,10 +30,6 @@ final class RadixTree {
         this.budget = budget;
     }
 
-    int words() {
-        return words;
-    }
-
     IndexBudget budget() {
         return budget;
     }
@@ -122,13 +118,11 @@ final class RadixTree {
             if (node == null) {
                 break;
             }
-            long[] c = node.claims();
-            int cw = c.length / tiers;
             any = false;
             for (int i = 0; i < w; i++) {
                 long faster = 0;
                 for (int t = 0; t < tiers; t++) {
-                    long held = i < cw ? c[t * cw + i] : 0;
+                    long held = node.claims(t, i);
                     faster |= held;
                     any |= step(alive, t * w + i, held, exactDepth, t * slotCount + i * 64, depth);
                     any |= step(within, t * w + i, faster, withinDepth, t * slotCount + i * 64, depth);

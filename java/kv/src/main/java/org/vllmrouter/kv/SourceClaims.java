@@ -101,7 +101,7 @@ public final class SourceClaims implements AutoCloseable {
                     metrics.refusedBlocks(hashes.length - b);
                     return StoreOutcome.PARTIAL;
                 }
-                child.claim(slot, tier, tree.words());
+                child.claim(slot, tier);
                 anchors.put(hashes[b], child);
                 node = child;
             }

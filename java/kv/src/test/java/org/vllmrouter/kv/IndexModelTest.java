@@ -39,8 +39,23 @@ class IndexModelTest {
 
     @RepeatedTest(20)
     void depthsMatchAPlainModel(RepetitionInfo run) {
-        SplittableRandom random = new SplittableRandom(run.getCurrentRepetition());
+        check(run.getCurrentRepetition(), 0);
+    }
+
+    /** The same with 100 other sources registered first, so these three have slots past 64. */
+    @RepeatedTest(5)
+    void depthsMatchAPlainModelForSourcesPastTheFirst64(RepetitionInfo run) {
+        check(1_000 + run.getCurrentRepetition(), 100);
+    }
+
+    static void check(long seed, int otherSources) {
+        SplittableRandom random = new SplittableRandom(seed);
         KvIndex index = new KvIndex(10_000, new KvMetrics(new PrometheusRegistry()));
+        List<SourceClaims> others = new ArrayList<>();
+        for (int i = 0; i < otherSources; i++) {
+            others.add(index.claims(MODEL, new SourceId("other" + i, 0)));
+            others.get(i).stored(null, new long[] {1}, java.util.Arrays.copyOf(prompt(0), 2), null, Tier.ALL[i % 4]);
+        }
         List<String> workers = List.of("w0", "w1", "w2");
         List<SourceClaims> sources = new ArrayList<>();
         List<Map<Long, boolean[]>> model = new ArrayList<>();
@@ -100,6 +115,9 @@ class IndexModelTest {
             }
         }
         for (SourceClaims c : sources) {
+            c.close();
+        }
+        for (SourceClaims c : others) {
             c.close();
         }
         assertEquals(0, index.blocks(), "every node is freed once nobody holds anything");
