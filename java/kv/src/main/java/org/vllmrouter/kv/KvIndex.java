@@ -21,8 +21,12 @@ import java.util.concurrent.ConcurrentHashMap;
  */
 public final class KvIndex {
 
-    /** About 150 bytes a block: a 4-million-block index stays under a GiB. */
-    public static final long DEFAULT_BLOCK_BUDGET = 4_000_000;
+    /**
+     * A block costs about 64 bytes, plus about 60 for each source that holds it (its engine-hash
+     * anchor): a million blocks held by two workers each is about 200 MB. A GPU holds tens of
+     * thousands of blocks, so this fits dozens of workers.
+     */
+    public static final long DEFAULT_BLOCK_BUDGET = 1_000_000;
 
     private final IndexBudget budget;
     private final KvMetrics metrics;
