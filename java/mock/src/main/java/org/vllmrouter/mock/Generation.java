@@ -37,7 +37,7 @@ final class Generation {
         int c = 0;
         for (int i = 0; i < cachedPerPrompt.length; i++) {
             int[] tokens = req.prompts().get(i);
-            cachedPerPrompt[i] = worker.cache().lookupAndInsert(tokens, k.blockSize(), k.cacheBlocks());
+            cachedPerPrompt[i] = worker.cache().lookupAndInsert(tokens, k);
             p += tokens.length;
             c += cachedPerPrompt[i];
         }

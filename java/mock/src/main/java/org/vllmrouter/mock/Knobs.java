@@ -33,6 +33,14 @@ public final class Knobs {
     private volatile int cacheBlocks = 65_536;
     private volatile int captureLimit = 10_000;
     private volatile int maxPayloadBytes = 10 * 1024 * 1024;
+    private volatile int cpuCacheBlocks;
+    private volatile boolean kvEvents;
+    private volatile String kvTopic = "";
+    private volatile boolean kvReplayTopicFrame;
+    private volatile boolean kvHashBytes;
+    private volatile int kvMalformedNext;
+    private volatile int kvDropNext;
+    private volatile boolean kvRestartNext;
 
     /** Worker id reported in {@code X-Worker-Id} and {@code worker_id}; null means "worker-PORT". */
     public String workerId() { return workerId; }
@@ -148,6 +156,41 @@ public final class Knobs {
         return this;
     }
 
+    /** Blocks evicted from the GPU move to a CPU tier of this many blocks (vLLM's CPU offload); 0 = none. */
+    public int cpuCacheBlocks() { return cpuCacheBlocks; }
+    public Knobs cpuCacheBlocks(int v) { cpuCacheBlocks = (int) nonNegative("cpu-cache-blocks", v); return this; }
+
+    /** Publish vLLM KV events over ZeroMQ (read when the worker starts). */
+    public boolean kvEvents() { return kvEvents; }
+    public Knobs kvEvents(boolean v) { kvEvents = v; return this; }
+
+    /** The topic frame of every KV-event message (vLLM's default is empty). Read when the worker starts. */
+    public String kvTopic() { return kvTopic; }
+    public Knobs kvTopic(String v) { kvTopic = v == null ? "" : v; return this; }
+
+    /** Replay replies carry a topic frame after the empty one (vLLM's own replies have none). */
+    public boolean kvReplayTopicFrame() { return kvReplayTopicFrame; }
+    public Knobs kvReplayTopicFrame(boolean v) { kvReplayTopicFrame = v; return this; }
+
+    /** Block hashes as 32-byte digests (msgpack bin) instead of u64 integers. */
+    public boolean kvHashBytes() { return kvHashBytes; }
+    public Knobs kvHashBytes(boolean v) { kvHashBytes = v; return this; }
+
+    /** The next N KV batches are each preceded by an undecodable one (its own sequence number). */
+    public int kvMalformedNext() { return kvMalformedNext; }
+    public Knobs kvMalformedNext(int v) { kvMalformedNext = (int) nonNegative("kv-malformed-next", v); return this; }
+
+    /** The next N KV batches are numbered and kept for replay but not sent: a sequence gap. */
+    public int kvDropNext() { return kvDropNext; }
+    public Knobs kvDropNext(int v) { kvDropNext = (int) nonNegative("kv-drop-next", v); return this; }
+
+    /**
+     * The next request finds the worker restarted: an empty cache, and a KV publisher that
+     * numbers from 0 again with nothing to replay. Cleared once done.
+     */
+    public boolean kvRestartNext() { return kvRestartNext; }
+    public Knobs kvRestartNext(boolean v) { kvRestartNext = v; return this; }
+
     /** A new instance with the same values (each worker owns its knobs). */
     public Knobs copy() {
         Knobs k = new Knobs();
@@ -172,13 +215,22 @@ public final class Knobs {
         k.cacheBlocks = cacheBlocks;
         k.captureLimit = captureLimit;
         k.maxPayloadBytes = maxPayloadBytes;
+        k.cpuCacheBlocks = cpuCacheBlocks;
+        k.kvEvents = kvEvents;
+        k.kvTopic = kvTopic;
+        k.kvReplayTopicFrame = kvReplayTopicFrame;
+        k.kvHashBytes = kvHashBytes;
+        k.kvMalformedNext = kvMalformedNext;
+        k.kvDropNext = kvDropNext;
+        k.kvRestartNext = kvRestartNext;
         return k;
     }
 
     /** True when {@code name} takes no value on the command line ({@code --hang}). */
     static boolean isFlag(String name) {
         return switch (name) {
-            case "crash-on-request", "hang", "hang-health", "unhealthy" -> true;
+            case "crash-on-request", "hang", "hang-health", "unhealthy", "kv-events", "kv-replay-topic-frame",
+                 "kv-hash-bytes", "kv-restart-next" -> true;
             default -> false;
         };
     }
@@ -212,6 +264,14 @@ public final class Knobs {
                 case "cache-blocks" -> cacheBlocks(Integer.parseInt(value));
                 case "capture-limit" -> captureLimit(Integer.parseInt(value));
                 case "max-payload-bytes" -> maxPayloadBytes(Integer.parseInt(value));
+                case "cpu-cache-blocks" -> cpuCacheBlocks(Integer.parseInt(value));
+                case "kv-events" -> kvEvents(parseBoolean(value));
+                case "kv-topic" -> kvTopic(value);
+                case "kv-replay-topic-frame" -> kvReplayTopicFrame(parseBoolean(value));
+                case "kv-hash-bytes" -> kvHashBytes(parseBoolean(value));
+                case "kv-malformed-next" -> kvMalformedNext(Integer.parseInt(value));
+                case "kv-drop-next" -> kvDropNext(Integer.parseInt(value));
+                case "kv-restart-next" -> kvRestartNext(parseBoolean(value));
                 default -> throw new IllegalArgumentException("unknown knob: " + name);
             }
         } catch (NumberFormatException e) {

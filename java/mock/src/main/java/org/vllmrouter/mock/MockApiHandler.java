@@ -166,14 +166,39 @@ final class MockApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
                 cache.put("size", worker.cacheBlocks());
                 cache.put("hit_rate", worker.cacheHitRate());
                 root.put("dp_size", 1);
+                root.put("model_id", k.model());
+                root.put("model_path", k.model());
+                root.put("instance_id", worker.id());
+                root.put("kv_block_size", k.blockSize());
+                root.put("effective_attention_block_size", k.blockSize());
                 Replies.json(ctx, keepAlive, 200, root);
             }
+            case "/kv_event_sources" -> Replies.json(ctx, keepAlive, 200, kvEventSources());
             case "/get_load" -> Replies.json(ctx, keepAlive, 200,
                     Replies.JSON.createObjectNode().put("load", worker.inFlight()).put("worker_id", worker.id()));
             case "/load" -> Replies.json(ctx, keepAlive, 200,
                     Replies.JSON.createObjectNode().put("server_load", worker.inFlight()).put("worker_id", worker.id()));
             default -> throw new IllegalStateException(path);
         }
+    }
+
+    /** vLLM's per-DP-rank map; empty when the worker publishes no KV events. */
+    private ObjectNode kvEventSources() {
+        ObjectNode root = Replies.JSON.createObjectNode();
+        KvEventPublisher kv = worker.kvEvents();
+        if (kv != null) {
+            ObjectNode rank = root.putObject("0");
+            rank.put("endpoint", kv.endpoint());
+            rank.put("replay_endpoint", kv.replayEndpoint());
+            rank.put("topic", kv.topic());
+            rank.put("hwm", KvEventPublisher.HWM);
+            rank.put("buffer_steps", KvEventPublisher.BUFFER_STEPS);
+            rank.put("publisher", "zmq");
+            rank.put("enable_kv_cache_events", true);
+            rank.put("encoding", "msgpack");
+            rank.put("schema_version", 1);
+        }
+        return root;
     }
 
     private void inference(ChannelHandlerContext ctx, boolean keepAlive, String path, FullHttpRequest req) {

@@ -19,7 +19,8 @@ public final class MockWorker {
 
     private final int index;
     private final Knobs knobs;
-    private final PrefixCache cache = new PrefixCache();
+    private final PrefixCache cache;
+    private final KvEventPublisher kvEvents;
     private final ServiceSlots slots;
     private final ArrayDeque<CapturedRequest> captured = new ArrayDeque<>();
     private final AtomicLong requestCount = new AtomicLong();
@@ -36,10 +37,12 @@ public final class MockWorker {
     private volatile Channel listener;
     private volatile String host;
 
-    MockWorker(int index, Knobs knobs, ChannelGroup connections) {
+    MockWorker(int index, Knobs knobs, ChannelGroup connections, KvEventPublisher kvEvents) {
         this.index = index;
         this.knobs = knobs;
         this.connections = connections;
+        this.kvEvents = kvEvents;
+        this.cache = kvEvents == null ? new PrefixCache() : new PrefixCache(kvEvents::publish, kvEvents::restart);
         this.slots = new ServiceSlots(knobs::maxConcurrency);
     }
 
@@ -77,8 +80,14 @@ public final class MockWorker {
     /** Inference requests waiting for a slot ({@code max-concurrency}). */
     public int queued() { return slots.queued(); }
 
-    /** Prefix-cache blocks resident. */
+    /** Prefix-cache blocks resident on the GPU. */
     public int cacheBlocks() { return cache.size(); }
+
+    /** Prefix-cache blocks in the CPU offload tier ({@code cpu-cache-blocks}). */
+    public int cpuCacheBlocks() { return cache.cpuSize(); }
+
+    /** The KV-event publisher ({@code kv-events}), or null when the worker publishes none. */
+    public KvEventPublisher kvEvents() { return kvEvents; }
 
     /** Cached / prompt tokens over every inference request so far. */
     public double cacheHitRate() { return cache.hitRate(); }

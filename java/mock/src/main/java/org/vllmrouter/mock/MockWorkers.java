@@ -22,6 +22,7 @@ import io.netty.util.concurrent.GlobalEventExecutor;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.zeromq.ZContext;
 
 /**
  * A set of mock vLLM workers, one per port, in this process. All of them share one group of
@@ -39,10 +40,13 @@ public final class MockWorkers implements AutoCloseable {
 
     private final EventLoopGroup group;
     private final List<MockWorker> workers;
+    /** Null unless a worker publishes KV events. */
+    private final ZContext zmq;
 
-    private MockWorkers(EventLoopGroup group, List<MockWorker> workers) {
+    private MockWorkers(EventLoopGroup group, List<MockWorker> workers, ZContext zmq) {
         this.group = group;
         this.workers = List.copyOf(workers);
+        this.zmq = zmq;
     }
 
     /**
@@ -57,10 +61,18 @@ public final class MockWorkers implements AutoCloseable {
                 epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
         EventLoopGroup group = new MultiThreadIoEventLoopGroup(config.ioThreads(), io);
         List<MockWorker> workers = new ArrayList<>();
+        ZContext zmq = null;
         try {
             for (int i = 0; i < config.ports().size(); i++) {
                 ChannelGroup connections = new DefaultChannelGroup(GlobalEventExecutor.INSTANCE);
-                MockWorker worker = new MockWorker(i, config.knobsFor(i), connections);
+                Knobs knobs = config.knobsFor(i);
+                KvEventPublisher kvEvents = null;
+                if (knobs.kvEvents()) {
+                    zmq = zmq == null ? new ZContext(1) : zmq;
+                    kvEvents = new KvEventPublisher(zmq, config.host(), knobs, 0);
+                }
+                MockWorker worker = new MockWorker(i, knobs, connections, kvEvents);
+                workers.add(worker);
                 Channel listener = new ServerBootstrap()
                         .group(group)
                         .channel(serverChannel)
@@ -71,14 +83,12 @@ public final class MockWorkers implements AutoCloseable {
                         .syncUninterruptibly()
                         .channel();
                 worker.bound(listener, config.host());
-                workers.add(worker);
             }
         } catch (RuntimeException e) {
-            workers.forEach(MockWorker::crash);
-            group.shutdownGracefully(0, 0, TimeUnit.MILLISECONDS).syncUninterruptibly();
+            new MockWorkers(group, workers, zmq).close();
             throw new IllegalStateException("mock worker could not bind: " + e.getMessage(), e);
         }
-        return new MockWorkers(group, workers);
+        return new MockWorkers(group, workers, zmq);
     }
 
     /**
@@ -131,12 +141,18 @@ public final class MockWorkers implements AutoCloseable {
         return workers.stream().filter(w -> w.id().equals(id)).findFirst().orElse(null);
     }
 
-    /** Closes every listener and connection and stops the event loops. */
+    /** Closes every listener, connection and KV-event socket and stops the event loops. */
     @Override
     public void close() {
         for (MockWorker w : workers) {
             w.crash();
+            if (w.kvEvents() != null) {
+                w.kvEvents().close();
+            }
         }
         group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+        if (zmq != null) {
+            zmq.close();
+        }
     }
 }

@@ -9,12 +9,12 @@ final class Routes {
     static final Set<String> INFERENCE = Set.of(
             "/v1/completions", "/v1/chat/completions", "/generate", "/inference/v1/generate",
             "/v1/embeddings", "/v1/rerank", "/rerank", "/v1/responses", "/tokenize", "/detokenize",
-            "/v1/chat/completions/render");
+            "/v1/chat/completions/render", "/v1/completions/render");
 
     /** GET routes that describe the worker. */
     static final Set<String> INFO = Set.of(
             "/health", "/health_generate", "/v1/models", "/get_model_info", "/get_server_info",
-            "/get_load", "/load");
+            "/get_load", "/load", "/kv_event_sources");
 
     /** POST routes that act on the worker's cache. */
     static final Set<String> CACHE = Set.of("/flush_cache", "/reset_prefix_cache");

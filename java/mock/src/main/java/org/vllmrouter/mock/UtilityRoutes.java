@@ -10,10 +10,11 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Set;
+import java.util.concurrent.ThreadLocalRandom;
 
 /**
- * The POST routes that do no generation: tokenize, detokenize, chat render, embeddings and
- * rerank. They answer at once (no latency model), in vLLM's shapes, with {@code worker_id}.
+ * The POST routes that do no generation: tokenize, detokenize, the two render routes,
+ * embeddings and rerank. They answer at once (no latency model), in vLLM's shapes, with {@code worker_id}.
  */
 final class UtilityRoutes {
 
@@ -21,11 +22,18 @@ final class UtilityRoutes {
 
     private UtilityRoutes() {}
 
+    /** Request fields that vLLM's render answers carry over into {@code sampling_params}. */
+    private static final List<String> SAMPLING_FIELDS = List.of("n", "temperature", "top_p", "top_k", "min_p", "seed",
+            "stop", "presence_penalty", "frequency_penalty", "repetition_penalty", "logprobs", "min_tokens");
+
     static JsonNode answer(String path, JsonNode body, String rawBody, MockWorker worker) {
+        if (path.equals("/v1/completions/render")) {
+            return completionsRender(body, worker);
+        }
         ObjectNode root = switch (path) {
             case "/tokenize" -> tokenize(body);
             case "/detokenize" -> detokenize(body);
-            case "/v1/chat/completions/render" -> render(body);
+            case "/v1/chat/completions/render" -> chatRender(body, worker);
             case "/v1/embeddings" -> embeddings(body, worker);
             case "/v1/rerank", "/rerank" -> rerank(body, worker);
             default -> throw new IllegalStateException(path);
@@ -64,13 +72,44 @@ final class UtilityRoutes {
         return Replies.JSON.createObjectNode().put("prompt", MockTokenizer.decode(InferenceRequest.ints(tokens)));
     }
 
-    /** What SkyRL's render call reads: the prompt's token ids (and no multimodal features). */
-    private static ObjectNode render(JsonNode body) {
+    /**
+     * vLLM's chat render: one generate request, whose {@code token_ids} are exactly the tokens
+     * {@code /v1/chat/completions} would compute (and cache) for the same body. SkyRL reads
+     * {@code token_ids} and {@code features}.
+     */
+    private static ObjectNode chatRender(JsonNode body, MockWorker worker) {
         int[] ids = MockTokenizer.encode(MockTokenizer.renderChat(InferenceRequest.require(body, "messages")));
+        ObjectNode root = generateRequest(body, worker, "chatcmpl-render-", ids,
+                body.hasNonNull("max_completion_tokens") ? "max_completion_tokens" : "max_tokens");
+        root.putNull("features");
+        return root;
+    }
+
+    /** vLLM's completions render: a list with one generate request per prompt (a batch has several). */
+    private static ArrayNode completionsRender(JsonNode body, MockWorker worker) {
+        List<int[]> prompts = InferenceRequest.promptList(InferenceRequest.require(body, "prompt"), "prompt");
+        ArrayNode list = Replies.JSON.createArrayNode();
+        for (int[] ids : prompts) {
+            list.add(generateRequest(body, worker, "cmpl-render-", ids, "max_tokens"));
+        }
+        return list;
+    }
+
+    private static ObjectNode generateRequest(JsonNode body, MockWorker worker, String idPrefix, int[] ids,
+                                              String maxTokensField) {
         ObjectNode root = Replies.JSON.createObjectNode();
+        root.put("request_id", idPrefix + Long.toHexString(ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE));
         ArrayNode tokenIds = root.putArray("token_ids");
         Arrays.stream(ids).forEach(tokenIds::add);
-        root.putNull("features");
+        ObjectNode sampling = root.putObject("sampling_params");
+        JsonNode maxTokens = body.get(maxTokensField);
+        sampling.put("max_tokens", maxTokens != null && maxTokens.canConvertToInt() ? maxTokens.intValue() : 16);
+        for (String field : SAMPLING_FIELDS) {
+            if (body.hasNonNull(field)) {
+                sampling.set(field, body.get(field));
+            }
+        }
+        root.put("model", body.path("model").isTextual() ? body.get("model").asText() : worker.knobs().model());
         return root;
     }
 

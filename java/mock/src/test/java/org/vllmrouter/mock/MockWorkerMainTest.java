@@ -124,4 +124,23 @@ class MockWorkerMainTest {
                 () -> MockWorkerMain.parse(new String[] {"--count", "1", "--worker-knob", "0:nope=1"}));
         assertThrows(IllegalArgumentException.class, () -> MockWorkerMain.parsePorts("9-8"));
     }
+
+    @Test
+    void parsesTheKvEventKnobs() {
+        MockWorkerMain.Options o = MockWorkerMain.parse(new String[] {"--count", "2", "--kv-events", "--kv-topic", "kv",
+                "--cpu-cache-blocks", "64", "--kv-replay-topic-frame", "--worker-knob", "1:kv-drop-next=2",
+                "--worker-knob", "1:kv-hash-bytes=true"});
+        Knobs k0 = o.config().knobsFor(0);
+        Knobs k1 = o.config().knobsFor(1);
+        assertTrue(k0.kvEvents());
+        assertEquals("kv", k0.kvTopic());
+        assertEquals(64, k0.cpuCacheBlocks());
+        assertTrue(k0.kvReplayTopicFrame());
+        assertEquals(0, k0.kvDropNext());
+        assertEquals(2, k1.kvDropNext());
+        assertTrue(k1.kvHashBytes());
+        assertTrue(!new Knobs().kvEvents(), "off by default");
+        assertThrows(IllegalArgumentException.class,
+                () -> MockWorkerMain.parse(new String[] {"--count", "1", "--kv-malformed-next", "-1"}));
+    }
 }

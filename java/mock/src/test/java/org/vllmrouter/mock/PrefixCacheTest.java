@@ -62,10 +62,10 @@ class PrefixCacheTest {
     void repeatedPromptIsCachedUpToItsLastFullBlockBeforeTheFinalToken() {
         PrefixCache cache = new PrefixCache();
         int[] tokens = new int[40];
-        assertEquals(0, cache.lookupAndInsert(tokens, 16, 100));
-        assertEquals(32, cache.lookupAndInsert(tokens, 16, 100));
+        assertEquals(0, cache.lookupAndInsert(tokens, blocks(100)));
+        assertEquals(32, cache.lookupAndInsert(tokens, blocks(100)));
         int[] exact = new int[32];
-        assertEquals(16, cache.lookupAndInsert(exact, 16, 100), "the last token is always computed");
+        assertEquals(16, cache.lookupAndInsert(exact, blocks(100)), "the last token is always computed");
     }
 
     @Test
@@ -76,10 +76,14 @@ class PrefixCacheTest {
         int[] a = rnd.ints(65, 0, 1000).toArray();
         int[] b = a.clone();
         b[0] = a[0] + 1;
-        assertEquals(0, cache.lookupAndInsert(a, 16, 4));
-        assertEquals(0, cache.lookupAndInsert(b, 16, 4), "seed " + seed + ": chained hashes must differ");
+        assertEquals(0, cache.lookupAndInsert(a, blocks(4)));
+        assertEquals(0, cache.lookupAndInsert(b, blocks(4)), "seed " + seed + ": chained hashes must differ");
         assertEquals(4, cache.size());
-        assertEquals(64, cache.lookupAndInsert(b, 16, 4), "seed " + seed);
-        assertEquals(0, cache.lookupAndInsert(a, 16, 4), "seed " + seed + ": a was evicted");
+        assertEquals(64, cache.lookupAndInsert(b, blocks(4)), "seed " + seed);
+        assertEquals(0, cache.lookupAndInsert(a, blocks(4)), "seed " + seed + ": a was evicted");
+    }
+
+    private static Knobs blocks(int capacity) {
+        return new Knobs().blockSize(16).cacheBlocks(capacity);
     }
 }
