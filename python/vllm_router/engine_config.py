@@ -21,6 +21,7 @@ class PolicyType(enum.Enum):
     Random = "random"
     RoundRobin = "round_robin"
     CacheAware = "cache_aware"
+    KvAware = "kv_aware"
     PowerOfTwo = "power_of_two"
     ConsistentHash = "consistent_hash"
     StickyLeastLoaded = "sticky_least_loaded"

@@ -24,6 +24,7 @@ POLICY_CHOICES = [
     "random",
     "round_robin",
     "cache_aware",
+    "kv_aware",
     "power_of_two",
     "consistent_hash",
     "sticky_least_loaded",

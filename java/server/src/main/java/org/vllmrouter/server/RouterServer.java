@@ -25,6 +25,8 @@ import java.util.logging.Logger;
 import org.vllmrouter.core.config.ConfigException;
 import org.vllmrouter.core.config.PrefillUrl;
 import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.policy.KvAwarePolicy;
+import org.vllmrouter.core.policy.LoadBalancingPolicy;
 import org.vllmrouter.core.policy.PolicyRegistry;
 import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.worker.Worker;
@@ -32,10 +34,12 @@ import org.vllmrouter.core.worker.WorkerRegistry;
 import org.vllmrouter.core.worker.WorkerRole;
 import org.vllmrouter.discovery.DiscoveryStartException;
 import org.vllmrouter.discovery.WorkerDiscovery;
+import org.vllmrouter.kv.KvSubscribers;
 import org.vllmrouter.server.http.FrontendHandler;
 import org.vllmrouter.server.http.InFlightRequests;
 import org.vllmrouter.server.http.RequestGuard;
 import org.vllmrouter.server.http.RequestIdHandler;
+import org.vllmrouter.server.kv.KvPlacement;
 import org.vllmrouter.server.metrics.MetricsHandler;
 import org.vllmrouter.server.metrics.RouterMetrics;
 import org.vllmrouter.server.proxy.Proxy;
@@ -76,6 +80,7 @@ public final class RouterServer implements AutoCloseable {
     private final InFlightRequests inFlight;
     private final HealthChecker healthChecker;
     private final WorkerDiscovery discovery;
+    private final KvPlacement kv;
     private final ScheduledFuture<?> sweeper;
     private final Channel listener;
     private final Channel metricsListener;
@@ -84,7 +89,7 @@ public final class RouterServer implements AutoCloseable {
 
     private RouterServer(RouterConfig config, EventLoopGroup group, WorkerRegistry workers, PolicyRegistry policies,
                          Proxy proxy, InFlightRequests inFlight, HealthChecker healthChecker, WorkerDiscovery discovery,
-                         ScheduledFuture<?> sweeper, Channel listener, Channel metricsListener) {
+                         KvPlacement kv, ScheduledFuture<?> sweeper, Channel listener, Channel metricsListener) {
         this.config = config;
         this.group = group;
         this.workers = workers;
@@ -93,6 +98,7 @@ public final class RouterServer implements AutoCloseable {
         this.inFlight = inFlight;
         this.healthChecker = healthChecker;
         this.discovery = discovery;
+        this.kv = kv;
         this.sweeper = sweeper;
         this.listener = listener;
         this.metricsListener = metricsListener;
@@ -113,12 +119,14 @@ public final class RouterServer implements AutoCloseable {
         Proxy proxy = new Proxy(workers, calls, metrics, config.requestTimeoutSecs());
         HealthChecker healthChecker = null;
         WorkerDiscovery discovery = null;
+        KvPlacement kv = null;
         ScheduledFuture<?> sweeper = null;
         Channel listener = null;
         try {
             WorkerFactory factory = new WorkerFactory(config, metrics);
             List<Worker> initial = initialWorkers(config, factory);
             EventLoop control = group.next();
+            kv = kvPlacement(policies, workers, control, metrics);
             awaitStartupHealth(config, control, initial);
             initial.forEach(workers::add);
 
@@ -137,7 +145,8 @@ public final class RouterServer implements AutoCloseable {
             AdmissionLimiter limiter = new AdmissionLimiter(config.maxConcurrentRequests(),
                     config.rateLimitTokensPerSecond(), config.queueSize(), config.queueTimeoutSecs(), control,
                     limiterClock != null ? limiterClock : control.ticker());
-            RouteTable routes = new RouteTable(config, workers, policies, factory, proxy, calls, metrics, limiter);
+            RouteTable routes = new RouteTable(config, workers, policies, factory, proxy, calls, metrics, limiter,
+                    kv);
             InFlightRequests inFlight = new InFlightRequests();
             listener = bind(group, config.host(), config.port(), routerInitializer(config, routes, inFlight, metrics),
                     "router");
@@ -145,14 +154,17 @@ public final class RouterServer implements AutoCloseable {
                     metricsInitializer(metrics), "Prometheus");
             LOG.info("Router ready | workers: " + workers.all().stream().map(Worker::url).toList());
             LOG.info("Starting server on " + config.host() + ":" + ((InetSocketAddress) listener.localAddress()).getPort());
-            return new RouterServer(config, group, workers, policies, proxy, inFlight, healthChecker, discovery, sweeper,
-                    listener, metricsListener);
+            return new RouterServer(config, group, workers, policies, proxy, inFlight, healthChecker, discovery, kv,
+                    sweeper, listener, metricsListener);
         } catch (RouterStartException | RuntimeException e) {
             if (discovery != null) {
                 discovery.close();
             }
             if (healthChecker != null) {
                 healthChecker.close();
+            }
+            if (kv != null) {
+                kv.close();
             }
             if (sweeper != null) {
                 sweeper.cancel(false);
@@ -165,6 +177,21 @@ public final class RouterServer implements AutoCloseable {
             group.shutdownGracefully(0, 0, TimeUnit.SECONDS).syncUninterruptibly();
             throw e;
         }
+    }
+
+    /**
+     * The KV-event side of kv_aware, when a configured policy (default, prefill or decode) is kv_aware; null
+     * otherwise, so routers without it open no subscriber sockets.
+     */
+    private static KvPlacement kvPlacement(PolicyRegistry policies, WorkerRegistry workers, EventLoop control,
+                                           RouterMetrics metrics) {
+        for (LoadBalancingPolicy p : policies.all()) {
+            if (p instanceof KvAwarePolicy kvAware) {
+                return new KvPlacement(workers, control, kvAware.settings(), metrics.registry(),
+                        KvSubscribers.Settings.DEFAULTS);
+            }
+        }
+        return null;
     }
 
     private static List<Worker> initialWorkers(RouterConfig config, WorkerFactory factory) {
@@ -302,6 +329,11 @@ public final class RouterServer implements AutoCloseable {
         return workers;
     }
 
+    /** The KV-event side of kv_aware; null when no configured policy is kv_aware. */
+    KvPlacement kvPlacement() {
+        return kv;
+    }
+
     /** Stops accepting, waits up to {@link #DRAIN_TIMEOUT} for in-flight requests, then releases everything. */
     @Override
     public void close() {
@@ -332,6 +364,9 @@ public final class RouterServer implements AutoCloseable {
         }
         discovery.close();
         healthChecker.close();
+        if (kv != null) {
+            kv.close();
+        }
         sweeper.cancel(false);
         proxy.close();
         policies.close();

@@ -11,6 +11,7 @@ public final class PolicyNames {
     public static final String RANDOM = "random";
     public static final String ROUND_ROBIN = "round_robin";
     public static final String CACHE_AWARE = "cache_aware";
+    public static final String KV_AWARE = "kv_aware";
     public static final String POWER_OF_TWO = "power_of_two";
     public static final String CONSISTENT_HASH = "consistent_hash";
     public static final String STICKY_LEAST_LOADED = "sticky_least_loaded";

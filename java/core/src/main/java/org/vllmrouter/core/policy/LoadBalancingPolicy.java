@@ -15,6 +15,15 @@ public interface LoadBalancingPolicy {
     /** The chosen worker, or null when there is none (e.g. no candidates). */
     Worker select(List<Worker> candidates, RoutingRequest request);
 
+    /**
+     * True when the policy weighs each candidate's cached prefix of the request ({@link RoutingRequest#prefix()}):
+     * the route then finds the prompt's tokens and the candidates' residency before {@link #select}, off the event
+     * loop, since select itself never waits.
+     */
+    default boolean usesPrefixResidency() {
+        return false;
+    }
+
     /** Called when a request sent to {@code worker} has completed. */
     default void onComplete(Worker worker, boolean success) {
     }

@@ -11,6 +11,7 @@ public final class RoutingRequest {
     private final HeaderLookup headers;
     private final Supplier<String> textSource;
     private String text;
+    private PrefixResidency prefix = PrefixResidency.UNKNOWN;
 
     private RoutingRequest(String sessionId, String model, HeaderLookup headers, Supplier<String> textSource) {
         this.sessionId = sessionId;
@@ -41,6 +42,17 @@ public final class RoutingRequest {
 
     public HeaderLookup headers() {
         return headers;
+    }
+
+    /** What each candidate already holds of the prompt; {@link PrefixResidency#UNKNOWN} unless the route found it. */
+    public PrefixResidency prefix() {
+        return prefix;
+    }
+
+    /** Attaches the prompt's prefix residency (before the policy selects); returns this request. */
+    public RoutingRequest withPrefix(PrefixResidency residency) {
+        this.prefix = residency;
+        return this;
     }
 
     /** The full body as text ("" when there is none). Not thread-safe: one request, one thread. */

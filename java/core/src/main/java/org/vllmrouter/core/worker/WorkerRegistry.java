@@ -5,6 +5,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
  * The set of registered workers. Reads (the routing hot path) see an immutable snapshot without
@@ -14,7 +15,22 @@ public final class WorkerRegistry {
     private record Snapshot(Map<String, Worker> byUrl, List<Worker> ordered) {
     }
 
+    /**
+     * Told of every registration and removal, whichever path made it (start-up, /add_worker, discovery), under the
+     * registry's lock: a listener hands the news to its own thread and returns.
+     */
+    public interface Listener {
+        void added(Worker worker);
+
+        void removed(List<Worker> workers);
+    }
+
     private volatile Snapshot snapshot = new Snapshot(Map.of(), List.of());
+    private final List<Listener> listeners = new CopyOnWriteArrayList<>();
+
+    public void addListener(Listener listener) {
+        listeners.add(listener);
+    }
 
     /** Registers {@code worker}; false (and nothing changes) when a worker with its URL exists. */
     public synchronized boolean add(Worker worker) {
@@ -27,6 +43,7 @@ public final class WorkerRegistry {
         }
         next.put(worker.url(), worker);
         publish(next);
+        listeners.forEach(l -> l.added(worker));
         return true;
     }
 
@@ -43,6 +60,7 @@ public final class WorkerRegistry {
         }
         if (!removed.isEmpty()) {
             publish(next);
+            listeners.forEach(l -> l.removed(removed));
         }
         return removed;
     }

@@ -8,6 +8,7 @@ import org.vllmrouter.core.policy.PolicyRegistry;
 import org.vllmrouter.core.policy.RoutingRequest;
 import org.vllmrouter.core.worker.WorkerRole;
 import org.vllmrouter.server.http.FrontendHandler;
+import org.vllmrouter.server.kv.KvPlacement;
 import org.vllmrouter.server.http.RequestPath;
 import org.vllmrouter.server.proxy.Hop;
 import org.vllmrouter.server.proxy.ProxiedRequest;
@@ -16,7 +17,9 @@ import org.vllmrouter.server.proxy.RetryPolicy;
 
 /**
  * An inference route of a regular router: the policy of the request's model chooses a worker per attempt among the
- * available ones, with retries, and the client's bytes and headers go to the route's path on the worker.
+ * available ones, with retries, and the client's bytes and headers go to the route's path on the worker. A policy
+ * that weighs cached prefixes (kv_aware) gets them first: {@link KvPlacement} finds them asynchronously, and the
+ * request goes on from the client's event loop when they are known (or known to be unknown).
  */
 final class InferenceRoute implements InferenceHandler {
     private final String route;
@@ -24,13 +27,17 @@ final class InferenceRoute implements InferenceHandler {
     private final PolicyRegistry policies;
     private final Proxy proxy;
     private final RetryPolicy retry;
+    private final KvPlacement kv;
 
-    InferenceRoute(String route, String workerPath, PolicyRegistry policies, Proxy proxy, RetryPolicy retry) {
+    /** {@code kv} null: no configured policy weighs prefixes, and none gets any. */
+    InferenceRoute(String route, String workerPath, PolicyRegistry policies, Proxy proxy, RetryPolicy retry,
+                   KvPlacement kv) {
         this.route = route;
         this.workerPath = workerPath;
         this.policies = policies;
         this.proxy = proxy;
         this.retry = retry;
+        this.kv = kv;
     }
 
     @Override
@@ -47,9 +54,18 @@ final class InferenceRoute implements InferenceHandler {
             // The body was checked to be JSON; workers (FastAPI) need the type to read it.
             headers.set(HttpHeaderNames.CONTENT_TYPE, "application/json");
         }
-        proxy.start(front, new ProxiedRequest(route, request, target, headers)
+        ProxiedRequest proxied = new ProxiedRequest(route, request, target, headers)
                 .balancedBy(policy, routing, WorkerRole.REGULAR)
                 .retrying(retry)
-                .admission(admission));
+                .admission(admission);
+        if (kv == null || !policy.usesPrefixResidency()) {
+            proxy.start(front, proxied);
+            return;
+        }
+        kv.residency(front.context().channel().eventLoop(), route, request, routing.model())
+                .thenAccept(prefix -> {
+                    routing.withPrefix(prefix);
+                    proxy.start(front, proxied);
+                });
     }
 }

@@ -17,6 +17,7 @@ import org.vllmrouter.server.http.FrontendHandler;
 import org.vllmrouter.server.http.RequestHandler;
 import org.vllmrouter.server.http.RequestPath;
 import org.vllmrouter.server.http.Responses;
+import org.vllmrouter.server.kv.KvPlacement;
 import org.vllmrouter.server.metrics.RouterMetrics;
 import org.vllmrouter.server.proxy.Proxy;
 import org.vllmrouter.server.proxy.RetryPolicy;
@@ -52,7 +53,8 @@ public final class RouteTable implements RequestHandler {
     private final RouterMetrics metrics;
 
     public RouteTable(RouterConfig config, WorkerRegistry workers, PolicyRegistry policies, WorkerFactory factory,
-                      Proxy proxy, WorkerCalls calls, RouterMetrics metrics, AdmissionLimiter limiter) {
+                      Proxy proxy, WorkerCalls calls, RouterMetrics metrics, AdmissionLimiter limiter,
+                      KvPlacement kv) {
         this.auth = new Auth(config.adminApiKey(), config.apiKeyValidationUrls());
         this.limiter = limiter;
         this.releaseAdmission = limiter::release;
@@ -73,7 +75,7 @@ public final class RouteTable implements RequestHandler {
                 "/inference/v1/generate", "/inference/v1/generate");
         inference.forEach((path, workerPath) -> inference(path, pd != null && PdRoutes.pipelines(path)
                 ? pd.pipeline(path, workerPath)
-                : new InferenceRoute(path, workerPath, policies, proxy, retry)));
+                : new InferenceRoute(path, workerPath, policies, proxy, retry, kv)));
 
         HealthRoutes health = new HealthRoutes(workers, WorkerDiscovery.discoversWorkers(config));
         add("/health", Access.PUBLIC, HttpMethod.GET, health::health);

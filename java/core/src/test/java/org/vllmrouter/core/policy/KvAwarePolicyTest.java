@@ -1,0 +1,96 @@
+package org.vllmrouter.core.policy;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.vllmrouter.core.worker.Worker;
+
+class KvAwarePolicyTest {
+    private final List<Worker> workers = List.of(Worker.builder("http://a:1").build(),
+            Worker.builder("http://b:1").build(), Worker.builder("http://c:1").build());
+
+    /** A residency with {@code input} tokens and the given credit per worker; records each decision. */
+    private static final class Known implements PrefixResidency {
+        final int input;
+        final Map<String, Integer> credit = new HashMap<>();
+        final List<String> outcomes = new ArrayList<>();
+
+        Known(int input) {
+            this.input = input;
+        }
+
+        @Override
+        public int inputTokens() {
+            return input;
+        }
+
+        @Override
+        public int creditedTokens(Worker worker) {
+            return credit.getOrDefault(worker.url(), 0);
+        }
+
+        @Override
+        public void decided(Worker worker, String outcome) {
+            outcomes.add(outcome);
+        }
+    }
+
+    private Worker select(KvAwarePolicy policy, PrefixResidency prefix) {
+        return policy.select(workers, RoutingRequest.of(null, null, "").withPrefix(prefix));
+    }
+
+    @Test
+    void theHolderOfTheLongestPrefixWinsAndIdleTiesGoToRegistryOrder() {
+        KvAwarePolicy policy = new KvAwarePolicy(KvAwarePolicy.Settings.DEFAULTS);
+        Known none = new Known(100);
+        assertEquals("http://a:1", select(policy, none).url());
+        Known held = new Known(100);
+        held.credit.put("http://c:1", 96);
+        held.credit.put("http://b:1", 32);
+        assertEquals("http://c:1", select(policy, held).url());
+        assertEquals(List.of("prefix_cost"), held.outcomes);
+    }
+
+    @Test
+    void inFlightRequestsOutweighAShortPrefix() {
+        KvAwarePolicy policy = new KvAwarePolicy(KvAwarePolicy.Settings.DEFAULTS);
+        Worker busy = workers.get(2);
+        busy.incrementLoad();
+        busy.incrementLoad();
+        Known small = new Known(100);
+        small.credit.put(busy.url(), 16);
+        assertEquals("http://a:1", select(policy, small).url(), "two prompts queued cost more than 16 tokens saved");
+        Known large = new Known(1000);
+        large.credit.put(busy.url(), 992);
+        assertEquals(busy.url(), select(policy, large).url());
+    }
+
+    @Test
+    void withoutTokensTheChoiceIsOnLoadAlone() {
+        KvAwarePolicy policy = new KvAwarePolicy(KvAwarePolicy.Settings.DEFAULTS);
+        workers.get(0).incrementLoad();
+        Known missing = new Known(0);
+        assertEquals("http://b:1", select(policy, missing).url());
+        assertEquals(List.of("missing_tokens"), missing.outcomes);
+        assertEquals("http://b:1", select(policy, PrefixResidency.UNKNOWN).url());
+    }
+
+    @Test
+    void aPositiveTemperatureSamplesEveryWorkerWithTheCheapestMostOften() {
+        KvAwarePolicy policy = new KvAwarePolicy(new KvAwarePolicy.Settings(1.0, 0.8, 0.6, 0.3));
+        Map<String, Integer> counts = new HashMap<>();
+        for (int i = 0; i < 3000; i++) {
+            Known prefix = new Known(100);
+            prefix.credit.put("http://b:1", 64);
+            counts.merge(select(policy, prefix).url(), 1, Integer::sum);
+        }
+        assertEquals(3, counts.size(), counts.toString());
+        assertTrue(counts.get("http://b:1") > counts.get("http://a:1") && counts.get("http://b:1") > counts.get("http://c:1"),
+                counts.toString());
+    }
+}

@@ -1,0 +1,127 @@
+package org.vllmrouter.server;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.net.http.HttpResponse;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.vllmrouter.mock.MockConfig;
+import org.vllmrouter.mock.MockWorkers;
+
+/** kv_aware over real sockets: mock workers publishing vLLM KV events, their render API, a kv_aware router. */
+@ExtendWith(NoLeaks.class)
+class KvAwareTest {
+    private static final int BLOCK = 16;
+    private MockWorkers mock;
+    private RouterServer router;
+
+    @AfterEach
+    void stop() {
+        if (router != null) {
+            router.close();
+        }
+        if (mock != null) {
+            mock.close();
+        }
+    }
+
+    private void start(MockConfig.Builder workers) throws Exception {
+        mock = MockWorkers.start(workers.all(k -> k.kvEvents(true).blockSize(BLOCK)).build());
+        Map<String, Object> cfg = Fixture.base(mock.urls());
+        cfg.put("policy", "kv_aware");
+        router = Fixture.start(cfg);
+        assertTrue(ResilienceTest.eventually(() -> router.kvPlacement().sources().size() == mock.urls().size()),
+                "every worker's KV source is subscribed: " + router.kvPlacement().sources());
+    }
+
+    /** A prompt of about 100 mock tokens (6 full blocks) that no other prompt of these tests starts with. */
+    private static String completion(String seed) {
+        return "{\"model\":\"mock\",\"max_tokens\":1,\"prompt\":\"" + (seed + " lorem ipsum dolor ").repeat(16) + "\"}";
+    }
+
+    private HttpResponse<String> viaRouter(String body) throws Exception {
+        return TestHttp.post(router.url() + "/v1/completions", body);
+    }
+
+    private String scrape() {
+        try {
+            return TestHttp.get("http://127.0.0.1:" + router.metricsPort() + "/metrics").body();
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private double metric(String name, String... labels) {
+        for (String line : scrape().split("\n")) {
+            if (line.startsWith(name + "{") && List.of(labels).stream().allMatch(line::contains)) {
+                return Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+            }
+        }
+        return 0;
+    }
+
+    @Test
+    void aRepeatedLongPromptGoesToTheWorkerThatHoldsIt() throws Exception {
+        start(MockConfig.builder().count(3));
+        String holder = mock.urls().get(2);
+        String body = completion("held-by-the-third");
+        // Stored on the third worker only, sent to it directly; resent until its events are in the index (a batch
+        // published before the subscription was connected comes back by replay with the next one).
+        assertTrue(ResilienceTest.eventually(() -> {
+            try {
+                TestHttp.post(holder + "/v1/completions", body);
+                return metric("vllm_router_kv_events_applied_total", "worker=\"" + holder + "\"",
+                        "type=\"stored\"") > 0;
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        }));
+
+        HttpResponse<String> r = viaRouter(body);
+        assertEquals(200, r.statusCode(), r.body());
+        assertEquals(mock.worker(2).id(), r.headers().firstValue("X-Worker-Id").orElseThrow());
+        JsonNode usage = TestHttp.json(r).get("usage");
+        assertTrue(usage.at("/prompt_tokens_details/cached_tokens").asInt() >= 5 * BLOCK, usage.toString());
+        assertEquals(1.0, metric("vllm_router_kv_placement_lookups_total", "result=\"hit\""));
+        assertEquals(1.0, metric("vllm_router_prefix_routing_decisions_total", "outcome=\"prefix_cost\""));
+    }
+
+    @Test
+    void withNoHolderIdleWorkersAreChosenInRegistryOrder() throws Exception {
+        start(MockConfig.builder().count(3));
+        for (int i = 0; i < 4; i++) {
+            HttpResponse<String> r = viaRouter(completion("fresh-" + i));
+            assertEquals(200, r.statusCode(), r.body());
+            assertEquals(mock.worker(0).id(), r.headers().firstValue("X-Worker-Id").orElseThrow());
+        }
+    }
+
+    @Test
+    void aFailedRenderLeavesTheChoiceToLoadAndTheRequestIsAnswered() throws Exception {
+        // The first worker renders (the first candidate with KV sources); its first inference-route call fails.
+        start(MockConfig.builder().count(2).worker(0, k -> k.failFirstN(1)));
+        String body = completion("render-fails");
+        HttpResponse<String> r = viaRouter(body);
+        assertEquals(200, r.statusCode(), r.body());
+        assertEquals(1, mock.worker(0).captured("/v1/completions/render").size(), "one render call, which failed");
+        assertEquals(body, mock.worker(0).captured("/v1/completions").get(0).bodyText(), "forwarded unchanged");
+        assertEquals(1.0, metric("vllm_router_kv_routing_inputs_total", "result=\"render_failed\""));
+        assertEquals(1.0, metric("vllm_router_prefix_routing_decisions_total", "outcome=\"missing_tokens\""));
+    }
+
+    @Test
+    void aRemovedWorkersSubscriberStops() throws Exception {
+        start(MockConfig.builder().count(2));
+        String gone = mock.urls().get(1);
+        HttpResponse<String> removed = TestHttp.post(router.url() + "/remove_worker?url=" + gone, "");
+        assertEquals(200, removed.statusCode(), removed.body());
+        assertTrue(ResilienceTest.eventually(() -> router.kvPlacement().sources().stream()
+                .noneMatch(s -> s.worker().equals(gone))), router.kvPlacement().sources().toString());
+        assertEquals(1, router.kvPlacement().sources().size());
+    }
+}
