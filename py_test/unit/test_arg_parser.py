@@ -358,7 +358,7 @@ class TestParseRouterArgs:
     @pytest.mark.parametrize("argv", [
         ["--policy", "invalid_policy"],
         ["--log-level", "verbose"],
-        ["--kv-connector", "moriio"],
+        ["--kv-connector", "rdma"],
         ["--port", "not-a-number"],
     ])
     def test_invalid_values_exit_2(self, argv, capsys):

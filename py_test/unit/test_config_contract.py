@@ -65,7 +65,7 @@ def test_choices_are_the_flag_choices():
 
 def test_policy_type_is_upstreams_enum_over_the_policy_choices():
     assert [p.name for p in PolicyType] == [
-        "Random", "RoundRobin", "CacheAware", "PowerOfTwo", "ConsistentHash", "StickyLeastLoaded",
+        "Random", "RoundRobin", "CacheAware", "KvAware", "PowerOfTwo", "ConsistentHash", "StickyLeastLoaded",
         "RendezvousHash",
     ]
     assert [p.value for p in PolicyType] == POLICY_CHOICES

@@ -31,7 +31,7 @@ POLICY_CHOICES = [
     "rendezvous_hash",
 ]
 LOG_LEVEL_CHOICES = ["debug", "info", "warning", "error", "critical"]
-KV_CONNECTOR_CHOICES = ["nixl", "mooncake"]
+KV_CONNECTOR_CHOICES = ["nixl", "mooncake", "moriio"]
 DEFAULT_BOOTSTRAP_PORT_ANNOTATION = "vllm.ai/bootstrap-port"
 
 
@@ -153,6 +153,25 @@ class RouterArgs:
     # Tokenizer (gRPC mode)
     model_path: str | None = None
     tokenizer_path: str | None = None
+
+    # kv_aware
+    router_temperature: float = 0.0
+    kv_penalty_host: float = 0.8
+    kv_penalty_external: float = 0.6
+    kv_penalty_disk: float = 0.3
+    kv_aware_session_affinity_ttl_secs: int | None = None
+    kv_event_source: list[str] = field(default_factory=list)
+    kv_event_replay_source: list[str] = field(default_factory=list)
+    kv_event_block_size: int = 16
+    kv_event_model: str | None = None
+    pd_kv_events: list[str] = field(default_factory=list)
+
+    # Program scheduling and WASM middleware: parsed as upstream does, rejected by the engine
+    enable_program_scheduling: bool = False
+    program_scheduling_config_json: str | None = None
+    wasm_middleware: str | None = None
+    wasm_middleware_sha256: str | None = None
+    wasm_middleware_routes: list[str] = field(default_factory=list)
 
     # Beyond upstream's RouterArgs: inbound authentication
     api_key_validation_urls: list[str] = field(default_factory=list)
@@ -337,6 +356,42 @@ class RouterArgs:
         parser.add_argument(f"--{p}tokenizer-path", type=str, default=None,
                             help="Tokenizer path (gRPC mode)")
 
+        parser.add_argument(f"--{p}router-temperature", type=float, default=RouterArgs.router_temperature,
+                            help="kv_aware: 0 picks the cheapest worker; above 0 samples a softmax "
+                                 "over -cost/T (regular mode)")
+        parser.add_argument(f"--{p}kv-penalty-host", type=float, default=RouterArgs.kv_penalty_host,
+                            help="kv_aware: credit of a prefix block in host (CPU) memory, 0.0-1.0")
+        parser.add_argument(f"--{p}kv-penalty-external", type=float,
+                            default=RouterArgs.kv_penalty_external,
+                            help="kv_aware: credit of a prefix block in an external KV store, 0.0-1.0")
+        parser.add_argument(f"--{p}kv-penalty-disk", type=float, default=RouterArgs.kv_penalty_disk,
+                            help="kv_aware: credit of a prefix block on disk, 0.0-1.0")
+        parser.add_argument(f"--{p}kv-aware-session-affinity-ttl-secs", type=int, default=None,
+                            help="kv_aware: keep a session on its worker while idle at most this long")
+        parser.add_argument(f"--{p}kv-event-source",
+                            action="append", default=[], metavar="WORKER_URL=ENDPOINT[,ENDPOINT...]",
+                            help="kv_aware: a worker's KV event endpoints (one per DP rank)")
+        parser.add_argument(f"--{p}kv-event-replay-source",
+                            action="append", default=[], metavar="WORKER_URL=ENDPOINT[,ENDPOINT...]",
+                            help="kv_aware: a worker's KV replay endpoints (one per DP rank)")
+        parser.add_argument(f"--{p}kv-event-block-size", type=int, default=RouterArgs.kv_event_block_size,
+                            help="kv_aware: block size of the static KV event sources")
+        parser.add_argument(f"--{p}kv-event-model", type=str, default=None,
+                            help="kv_aware: model identity of the static KV event sources")
+        parser.add_argument(f"--{p}pd-kv-events",
+                            action="append", default=[], metavar="WORKER_URL=ENDPOINT[,ENDPOINT...]",
+                            help="kv_aware in PD mode: a prefill worker's KV event endpoints")
+        parser.add_argument(f"--{p}enable-program-scheduling", action="store_true",
+                            help="Program scheduling (not supported by this router)")
+        parser.add_argument(f"--{p}program-scheduling-config-json", type=str, default=None,
+                            help="Program scheduling configuration (not supported by this router)")
+        parser.add_argument(f"--{p}wasm-middleware", type=str, default=None,
+                            help="WASM OnRequest middleware component (not supported by this router)")
+        parser.add_argument(f"--{p}wasm-middleware-sha256", type=str, default=None,
+                            help="SHA-256 of the WASM middleware component")
+        parser.add_argument(f"--{p}wasm-middleware-route", dest=f"{p.replace('-', '_')}wasm_middleware_routes",
+                            action="append", default=[], help="Route the WASM middleware applies to")
+
         parser.add_argument(f"--{p}api-key-validation-urls", type=str, nargs="*", default=[],
                             help="URLs that validate inbound bearer tokens (GET with the same "
                                  "token; first 200 accepts). Empty: no inbound check")
@@ -364,6 +419,11 @@ class RouterArgs:
 
     def _validate_router_args(self) -> None:
         """Python-side checks run by launch_router; the engine validates everything else."""
+        ttl = self.kv_aware_session_affinity_ttl_secs
+        if ttl is not None and not 1 <= ttl <= 31536000:
+            raise ValueError("kv_aware_session_affinity_ttl_secs must be between 1 and 31536000")
+        if self.wasm_middleware_sha256 and not self.wasm_middleware:
+            raise ValueError("wasm_middleware_sha256 requires wasm_middleware")
         if self.pd_disaggregation or self.vllm_pd_disaggregation:
             if not (self.service_discovery or self.vllm_discovery_address):
                 if not self.prefill_urls:

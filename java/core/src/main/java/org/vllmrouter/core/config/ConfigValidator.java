@@ -18,6 +18,9 @@ final class ConfigValidator {
     /** Compared case-insensitively: upstream lower-cases the value before matching. */
     private static final List<String> KV_CONNECTORS = ConfigContract.get().field("kv_connector").choices();
 
+    private static final int DEFAULT_KV_EVENT_BLOCK_SIZE =
+            ConfigContract.get().field("kv_event_block_size").defaultValue().intValue();
+
     private ConfigValidator() {
     }
 
@@ -53,6 +56,51 @@ final class ConfigValidator {
         validateCompatibility(c, mode, discovery, regularUrls, prefillUrls);
         validateRetry(c);
         validateCircuitBreaker(c);
+        rejectUnsupported(c);
+    }
+
+    /** 0.1.17 flags this router parses but does not implement: refused at start rather than ignored. */
+    private static void rejectUnsupported(RouterConfig c) throws ConfigException {
+        if (c.kvConnector().equalsIgnoreCase("moriio")) {
+            if (c.vllmDiscoveryAddress() == null) {
+                throw new ConfigException("MoRI-IO KV connector requires service discovery to be enabled (ZMQ "
+                        + "addresses are obtained via instance registration). Please run with "
+                        + "`--vllm-discovery-address ${address}`");
+            }
+            throw unsupported("--kv-connector moriio");
+        }
+        if (c.kvAwareSessionAffinityTtlSecs() != null) {
+            throw unsupported("--kv-aware-session-affinity-ttl-secs");
+        }
+        if (!c.kvEventSource().isEmpty()) {
+            throw unsupported("--kv-event-source");
+        }
+        if (!c.kvEventReplaySource().isEmpty()) {
+            throw unsupported("--kv-event-replay-source");
+        }
+        if (c.kvEventModel() != null) {
+            throw unsupported("--kv-event-model");
+        }
+        if (c.kvEventBlockSize() != DEFAULT_KV_EVENT_BLOCK_SIZE) {
+            throw unsupported("--kv-event-block-size");
+        }
+        if (!c.pdKvEvents().isEmpty()) {
+            throw unsupported("--pd-kv-events");
+        }
+        if (c.programSchedulingConfigJson() != null && !c.enableProgramScheduling()) {
+            throw new ConfigException("program_scheduling_config_json requires enable_program_scheduling");
+        }
+        if (c.enableProgramScheduling()) {
+            throw unsupported("--enable-program-scheduling");
+        }
+        if (c.wasmMiddleware() != null || c.wasmMiddlewareSha256() != null || !c.wasmMiddlewareRoutes().isEmpty()) {
+            throw unsupported(c.wasmMiddleware() != null ? "--wasm-middleware"
+                    : c.wasmMiddlewareSha256() != null ? "--wasm-middleware-sha256" : "--wasm-middleware-route");
+        }
+    }
+
+    private static ConfigException unsupported(String flag) {
+        return new ConfigException("`" + flag + "` is not supported by this router");
     }
 
     private static void validatePolicyName(String field, String name) throws ConfigException {
@@ -132,6 +180,10 @@ final class ConfigValidator {
     }
 
     private static void validatePolicyParameters(RouterConfig c, String policy) throws ConfigException {
+        if (policy.equals(PolicyNames.KV_AWARE)) {
+            validateKvAware(c);
+            return;
+        }
         if (!policy.equals(PolicyNames.CACHE_AWARE)) {
             return;
         }
@@ -320,6 +372,21 @@ final class ConfigValidator {
     private static void nonNegative(String field, long value) throws ConfigException {
         if (value < 0) {
             throw invalid(field, value, "Must be >= 0");
+        }
+    }
+
+    private static void validateKvAware(RouterConfig c) throws ConfigException {
+        if (!(Double.isFinite(c.routerTemperature()) && c.routerTemperature() >= 0.0)) {
+            throw invalid("router_temperature", c.routerTemperature(), "Must be finite and >= 0.0");
+        }
+        penalty("kv_penalty_host", c.kvPenaltyHost());
+        penalty("kv_penalty_external", c.kvPenaltyExternal());
+        penalty("kv_penalty_disk", c.kvPenaltyDisk());
+    }
+
+    private static void penalty(String field, double value) throws ConfigException {
+        if (!(Double.isFinite(value) && value >= 0.0 && value <= 1.0)) {
+            throw invalid(field, value, "Must be finite and between 0.0 and 1.0");
         }
     }
 

@@ -88,6 +88,21 @@ public record RouterConfig(
         boolean disableCircuitBreaker,
         String modelPath,
         String tokenizerPath,
+        double routerTemperature,
+        double kvPenaltyHost,
+        double kvPenaltyExternal,
+        double kvPenaltyDisk,
+        Integer kvAwareSessionAffinityTtlSecs,
+        @JsonSetter(nulls = Nulls.AS_EMPTY) List<String> kvEventSource,
+        @JsonSetter(nulls = Nulls.AS_EMPTY) List<String> kvEventReplaySource,
+        int kvEventBlockSize,
+        String kvEventModel,
+        @JsonSetter(nulls = Nulls.AS_EMPTY) List<String> pdKvEvents,
+        boolean enableProgramScheduling,
+        String programSchedulingConfigJson,
+        String wasmMiddleware,
+        String wasmMiddlewareSha256,
+        @JsonSetter(nulls = Nulls.AS_EMPTY) List<String> wasmMiddlewareRoutes,
         @JsonSetter(nulls = Nulls.AS_EMPTY) List<String> apiKeyValidationUrls,
         String adminApiKey) {
 
@@ -108,6 +123,10 @@ public record RouterConfig(
         decodeUrls = unmodifiable(decodeUrls);
         requestIdHeaders = requestIdHeaders == null ? null : Collections.unmodifiableList(requestIdHeaders);
         corsAllowedOrigins = unmodifiable(corsAllowedOrigins);
+        kvEventSource = unmodifiable(kvEventSource);
+        kvEventReplaySource = unmodifiable(kvEventReplaySource);
+        pdKvEvents = unmodifiable(pdKvEvents);
+        wasmMiddlewareRoutes = unmodifiable(wasmMiddlewareRoutes);
         apiKeyValidationUrls = unmodifiable(apiKeyValidationUrls);
         selector = unmodifiable(selector);
         prefillSelector = unmodifiable(prefillSelector);

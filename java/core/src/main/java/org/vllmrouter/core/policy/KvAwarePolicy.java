@@ -3,6 +3,7 @@ package org.vllmrouter.core.policy;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 import org.vllmrouter.core.config.PolicyNames;
+import org.vllmrouter.core.config.RouterConfig;
 import org.vllmrouter.core.worker.Worker;
 
 /**
@@ -17,7 +18,10 @@ import org.vllmrouter.core.worker.Worker;
 public final class KvAwarePolicy implements LoadBalancingPolicy {
     /** The transfer credit of a block in each slower tier, relative to one on the worker's GPU (1.0). */
     public record Settings(double temperature, double creditHost, double creditExternal, double creditDisk) {
-        public static final Settings DEFAULTS = new Settings(0.0, 0.8, 0.6, 0.3);
+        public static Settings from(RouterConfig cfg) {
+            return new Settings(cfg.routerTemperature(), cfg.kvPenaltyHost(), cfg.kvPenaltyExternal(),
+                    cfg.kvPenaltyDisk());
+        }
     }
 
     /** Weight of one request in the running mean of input tokens. */

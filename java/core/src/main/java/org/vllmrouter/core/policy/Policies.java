@@ -13,7 +13,7 @@ public final class Policies {
             PolicyNames.RANDOM, cfg -> new RandomPolicy(),
             PolicyNames.ROUND_ROBIN, cfg -> new RoundRobinPolicy(),
             PolicyNames.CACHE_AWARE, cfg -> new CacheAwarePolicy(CacheAwarePolicy.Settings.from(cfg)),
-            PolicyNames.KV_AWARE, cfg -> new KvAwarePolicy(KvAwarePolicy.Settings.DEFAULTS),
+            PolicyNames.KV_AWARE, cfg -> new KvAwarePolicy(KvAwarePolicy.Settings.from(cfg)),
             PolicyNames.POWER_OF_TWO, cfg -> new PowerOfTwoPolicy(),
             PolicyNames.CONSISTENT_HASH, cfg -> new ConsistentHashPolicy(),
             PolicyNames.STICKY_LEAST_LOADED, cfg -> new StickyLeastLoadedPolicy(),

@@ -96,7 +96,39 @@ class ConfigValidatorTest {
 
     @Test
     void kvConnectorErrorUsesTheConfigurationErrorPrefix() throws ConfigException {
-        invalid("{\"kv_connector\": \"rdma\"}", "Configuration error: Invalid kv_connector 'rdma': expected 'nixl' or 'mooncake'");
+        invalid("{\"kv_connector\": \"rdma\"}", "Configuration error: Invalid kv_connector 'rdma': expected 'nixl' or 'mooncake' or 'moriio'");
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "{\"kv_connector\": \"moriio\"}|MoRI-IO KV connector requires service discovery to be enabled (ZMQ addresses are obtained via instance registration). Please run with `--vllm-discovery-address ${address}`",
+        "{\"kv_connector\": \"MoRIIO\", \"vllm_pd_disaggregation\": true, \"vllm_discovery_address\": \"127.0.0.1:5000\"}|`--kv-connector moriio` is not supported by this router",
+        "{\"kv_aware_session_affinity_ttl_secs\": 60}|`--kv-aware-session-affinity-ttl-secs` is not supported by this router",
+        "{\"kv_event_source\": [\"http://a:1=tcp://a:5557\"]}|`--kv-event-source` is not supported by this router",
+        "{\"kv_event_replay_source\": [\"http://a:1=tcp://a:5558\"]}|`--kv-event-replay-source` is not supported by this router",
+        "{\"kv_event_model\": \"m\"}|`--kv-event-model` is not supported by this router",
+        "{\"kv_event_block_size\": 32}|`--kv-event-block-size` is not supported by this router",
+        "{\"pd_kv_events\": [\"http://p:1=tcp://p:5557\"]}|`--pd-kv-events` is not supported by this router",
+        "{\"enable_program_scheduling\": true}|`--enable-program-scheduling` is not supported by this router",
+        "{\"program_scheduling_config_json\": \"{}\"}|program_scheduling_config_json requires enable_program_scheduling",
+        "{\"enable_program_scheduling\": true, \"program_scheduling_config_json\": \"{}\"}|`--enable-program-scheduling` is not supported by this router",
+        "{\"wasm_middleware\": \"m.wasm\"}|`--wasm-middleware` is not supported by this router",
+        "{\"wasm_middleware_routes\": [\"/v1/completions\"]}|`--wasm-middleware-route` is not supported by this router",
+        "{\"policy\": \"kv_aware\", \"router_temperature\": -1}|Configuration validation failed: Invalid value for field 'router_temperature': -1 - Must be finite and >= 0.0",
+        "{\"policy\": \"kv_aware\", \"kv_penalty_host\": 1.5}|Configuration validation failed: Invalid value for field 'kv_penalty_host': 1.5 - Must be finite and between 0.0 and 1.0",
+        "{\"prefill_policy\": \"kv_aware\", \"vllm_pd_disaggregation\": true, \"prefill_urls\": [[\"http://p:1\", null]], \"decode_urls\": [\"http://d:1\"], \"kv_penalty_disk\": -0.1}|Configuration validation failed: Invalid value for field 'kv_penalty_disk': -0.1 - Must be finite and between 0.0 and 1.0",
+    })
+    void zeroOneSeventeenFlagsThisRouterDoesNotImplementAreRefusedAtStart(String json, String message) {
+        ConfigException e = assertThrows(ConfigException.class,
+                () -> RouterConfig.fromJson(json.contains("prefill_urls") ? json
+                        : "{\"worker_urls\": [\"http://a:1\"], " + json.substring(1)).validate());
+        assertEquals(message, e.getMessage());
+    }
+
+    @Test
+    void kvAwareParametersAreCheckedOnlyWhenKvAwareIsUsed() throws Exception {
+        RouterConfig.fromJson("{\"worker_urls\": [\"http://a:1\"], \"router_temperature\": -1, \"kv_penalty_host\": 2}")
+                .validate();
     }
 
     @Test

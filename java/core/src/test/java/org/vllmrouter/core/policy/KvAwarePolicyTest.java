@@ -11,6 +11,7 @@ import org.junit.jupiter.api.Test;
 import org.vllmrouter.core.worker.Worker;
 
 class KvAwarePolicyTest {
+    private static final KvAwarePolicy.Settings DEFAULTS = new KvAwarePolicy.Settings(0.0, 0.8, 0.6, 0.3);
     private final List<Worker> workers = List.of(Worker.builder("http://a:1").build(),
             Worker.builder("http://b:1").build(), Worker.builder("http://c:1").build());
 
@@ -46,7 +47,7 @@ class KvAwarePolicyTest {
 
     @Test
     void theHolderOfTheLongestPrefixWinsAndIdleTiesGoToRegistryOrder() {
-        KvAwarePolicy policy = new KvAwarePolicy(KvAwarePolicy.Settings.DEFAULTS);
+        KvAwarePolicy policy = new KvAwarePolicy(DEFAULTS);
         Known none = new Known(100);
         assertEquals("http://a:1", select(policy, none).url());
         Known held = new Known(100);
@@ -58,7 +59,7 @@ class KvAwarePolicyTest {
 
     @Test
     void inFlightRequestsOutweighAShortPrefix() {
-        KvAwarePolicy policy = new KvAwarePolicy(KvAwarePolicy.Settings.DEFAULTS);
+        KvAwarePolicy policy = new KvAwarePolicy(DEFAULTS);
         Worker busy = workers.get(2);
         busy.incrementLoad();
         busy.incrementLoad();
@@ -72,7 +73,7 @@ class KvAwarePolicyTest {
 
     @Test
     void withoutTokensTheChoiceIsOnLoadAlone() {
-        KvAwarePolicy policy = new KvAwarePolicy(KvAwarePolicy.Settings.DEFAULTS);
+        KvAwarePolicy policy = new KvAwarePolicy(DEFAULTS);
         workers.get(0).incrementLoad();
         Known missing = new Known(0);
         assertEquals("http://b:1", select(policy, missing).url());
