@@ -19,12 +19,14 @@ import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.logging.Logger;
 import org.vllmrouter.core.config.ConfigException;
 import org.vllmrouter.core.config.PrefillUrl;
 import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.config.StaticKvSources;
 import org.vllmrouter.core.policy.KvAwarePolicy;
 import org.vllmrouter.core.policy.LoadBalancingPolicy;
 import org.vllmrouter.core.policy.PolicyRegistry;
@@ -34,6 +36,7 @@ import org.vllmrouter.core.worker.WorkerRegistry;
 import org.vllmrouter.core.worker.WorkerRole;
 import org.vllmrouter.discovery.DiscoveryStartException;
 import org.vllmrouter.discovery.WorkerDiscovery;
+import org.vllmrouter.kv.CacheIdentity;
 import org.vllmrouter.kv.KvSubscribers;
 import org.vllmrouter.server.http.FrontendHandler;
 import org.vllmrouter.server.http.InFlightRequests;
@@ -111,6 +114,7 @@ public final class RouterServer implements AutoCloseable {
     /** {@code limiterClock} null = the event loop's clock; tests pass a frozen one to make the bucket deterministic. */
     static RouterServer start(RouterConfig config, Ticker limiterClock) throws ConfigException, RouterStartException {
         config.validate();
+        Map<String, StaticKvSources.Source> staticKvSources = StaticKvSources.of(config);
         EventLoopGroup group = Transport.newGroup(Math.max(1, Runtime.getRuntime().availableProcessors()), "vllm-router");
         PolicyRegistry policies = new PolicyRegistry(config);
         WorkerRegistry workers = new WorkerRegistry();
@@ -126,7 +130,7 @@ public final class RouterServer implements AutoCloseable {
             WorkerFactory factory = new WorkerFactory(config, metrics);
             List<Worker> initial = initialWorkers(config, factory);
             EventLoop control = group.next();
-            kv = kvPlacement(policies, workers, control, metrics);
+            kv = kvPlacement(config, staticKvSources, policies, workers, control, metrics);
             awaitStartupHealth(config, control, initial);
             initial.forEach(workers::add);
 
@@ -183,11 +187,14 @@ public final class RouterServer implements AutoCloseable {
      * The KV-event side of kv_aware, when a configured policy (default, prefill or decode) is kv_aware; null
      * otherwise, so routers without it open no subscriber sockets.
      */
-    private static KvPlacement kvPlacement(PolicyRegistry policies, WorkerRegistry workers, EventLoop control,
+    private static KvPlacement kvPlacement(RouterConfig config, Map<String, StaticKvSources.Source> sources,
+                                           PolicyRegistry policies, WorkerRegistry workers, EventLoop control,
                                            RouterMetrics metrics) {
         for (LoadBalancingPolicy p : policies.all()) {
             if (p instanceof KvAwarePolicy kvAware) {
-                return new KvPlacement(workers, control, kvAware.settings(), metrics.registry(),
+                CacheIdentity identity = sources.isEmpty() ? null
+                        : new CacheIdentity(config.kvEventModel(), config.kvEventBlockSize());
+                return new KvPlacement(workers, control, kvAware.settings(), sources, identity, metrics.registry(),
                         KvSubscribers.Settings.DEFAULTS);
             }
         }

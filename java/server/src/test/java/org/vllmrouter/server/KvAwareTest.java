@@ -31,9 +31,21 @@ class KvAwareTest {
     }
 
     private void start(MockConfig.Builder workers) throws Exception {
+        start(workers, false);
+    }
+
+    /** {@code staticSources}: the router is told the publishers by flag instead of asking the workers. */
+    private void start(MockConfig.Builder workers, boolean staticSources) throws Exception {
         mock = MockWorkers.start(workers.all(k -> k.kvEvents(true).blockSize(BLOCK)).build());
         Map<String, Object> cfg = Fixture.base(mock.urls());
         cfg.put("policy", "kv_aware");
+        if (staticSources) {
+            cfg.put("kv_event_source", mock.workers().stream().map(w -> w.url() + "=" + w.kvEvents().endpoint()).toList());
+            cfg.put("kv_event_replay_source",
+                    mock.workers().stream().map(w -> w.url() + "=" + w.kvEvents().replayEndpoint()).toList());
+            cfg.put("kv_event_model", "mock");
+            cfg.put("kv_event_block_size", BLOCK);
+        }
         router = Fixture.start(cfg);
         assertTrue(ResilienceTest.eventually(() -> router.kvPlacement().sources().size() == mock.urls().size()),
                 "every worker's KV source is subscribed: " + router.kvPlacement().sources());
@@ -68,15 +80,30 @@ class KvAwareTest {
     @Test
     void aRepeatedLongPromptGoesToTheWorkerThatHoldsIt() throws Exception {
         start(MockConfig.builder().count(3));
+        aPromptHeldByTheThirdWorkerGoesThere();
+    }
+
+    @Test
+    void staticSourcesFromTheFlagsRouteTheSameWay() throws Exception {
+        start(MockConfig.builder().count(3), true);
+        aPromptHeldByTheThirdWorkerGoesThere();
+        assertEquals(0, mock.worker(0).captured("/kv_event_sources").size(), "static sources are not asked for");
+    }
+
+    private void aPromptHeldByTheThirdWorkerGoesThere() throws Exception {
         String holder = mock.urls().get(2);
         String body = completion("held-by-the-third");
-        // Stored on the third worker only, sent to it directly; resent until its events are in the index (a batch
-        // published before the subscription was connected comes back by replay with the next one).
+        // Stored on the third worker only, sent to it directly. A batch published before the subscription was
+        // connected comes back by replay once a later one shows the gap: other prompts make those later batches.
+        assertEquals(200, TestHttp.post(holder + "/v1/completions", body).statusCode());
+        int[] fillers = {0};
         assertTrue(ResilienceTest.eventually(() -> {
             try {
-                TestHttp.post(holder + "/v1/completions", body);
-                return metric("vllm_router_kv_events_applied_total", "worker=\"" + holder + "\"",
-                        "type=\"stored\"") > 0;
+                if (metric("vllm_router_kv_events_applied_total", "worker=\"" + holder + "\"", "type=\"stored\"") > 0) {
+                    return true;
+                }
+                TestHttp.post(holder + "/v1/completions", completion("filler-" + fillers[0]++));
+                return false;
             } catch (Exception e) {
                 throw new IllegalStateException(e);
             }

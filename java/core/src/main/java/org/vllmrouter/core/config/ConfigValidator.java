@@ -18,9 +18,6 @@ final class ConfigValidator {
     /** Compared case-insensitively: upstream lower-cases the value before matching. */
     private static final List<String> KV_CONNECTORS = ConfigContract.get().field("kv_connector").choices();
 
-    private static final int DEFAULT_KV_EVENT_BLOCK_SIZE =
-            ConfigContract.get().field("kv_event_block_size").defaultValue().intValue();
-
     private ConfigValidator() {
     }
 
@@ -41,6 +38,7 @@ final class ConfigValidator {
         List<String> prefillUrls = new ArrayList<>();
         c.prefillUrls().forEach(p -> prefillUrls.add(p == null ? null : p.url()));
 
+        StaticKvSources.of(c);
         validateMode(c, mode, discovery, regularUrls, prefillUrls);
         validatePolicyParameters(c, c.policy());
         validateServer(c);
@@ -71,18 +69,6 @@ final class ConfigValidator {
         }
         if (c.kvAwareSessionAffinityTtlSecs() != null) {
             throw unsupported("--kv-aware-session-affinity-ttl-secs");
-        }
-        if (!c.kvEventSource().isEmpty()) {
-            throw unsupported("--kv-event-source");
-        }
-        if (!c.kvEventReplaySource().isEmpty()) {
-            throw unsupported("--kv-event-replay-source");
-        }
-        if (c.kvEventModel() != null) {
-            throw unsupported("--kv-event-model");
-        }
-        if (c.kvEventBlockSize() != DEFAULT_KV_EVENT_BLOCK_SIZE) {
-            throw unsupported("--kv-event-block-size");
         }
         if (!c.pdKvEvents().isEmpty()) {
             throw unsupported("--pd-kv-events");

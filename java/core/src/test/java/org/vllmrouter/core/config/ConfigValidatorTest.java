@@ -104,10 +104,6 @@ class ConfigValidatorTest {
         "{\"kv_connector\": \"moriio\"}|MoRI-IO KV connector requires service discovery to be enabled (ZMQ addresses are obtained via instance registration). Please run with `--vllm-discovery-address ${address}`",
         "{\"kv_connector\": \"MoRIIO\", \"vllm_pd_disaggregation\": true, \"vllm_discovery_address\": \"127.0.0.1:5000\"}|`--kv-connector moriio` is not supported by this router",
         "{\"kv_aware_session_affinity_ttl_secs\": 60}|`--kv-aware-session-affinity-ttl-secs` is not supported by this router",
-        "{\"kv_event_source\": [\"http://a:1=tcp://a:5557\"]}|`--kv-event-source` is not supported by this router",
-        "{\"kv_event_replay_source\": [\"http://a:1=tcp://a:5558\"]}|`--kv-event-replay-source` is not supported by this router",
-        "{\"kv_event_model\": \"m\"}|`--kv-event-model` is not supported by this router",
-        "{\"kv_event_block_size\": 32}|`--kv-event-block-size` is not supported by this router",
         "{\"pd_kv_events\": [\"http://p:1=tcp://p:5557\"]}|`--pd-kv-events` is not supported by this router",
         "{\"enable_program_scheduling\": true}|`--enable-program-scheduling` is not supported by this router",
         "{\"program_scheduling_config_json\": \"{}\"}|program_scheduling_config_json requires enable_program_scheduling",
@@ -123,6 +119,39 @@ class ConfigValidatorTest {
                 () -> RouterConfig.fromJson(json.contains("prefill_urls") ? json
                         : "{\"worker_urls\": [\"http://a:1\"], " + json.substring(1)).validate());
         assertEquals(message, e.getMessage());
+    }
+
+    private static final String KV = "{\"worker_urls\": [\"http://a:1\", \"http://b:1\"], \"policy\": \"kv_aware\", "
+            + "\"kv_event_model\": \"m\", ";
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "{\"worker_urls\": [\"http://a:1\"], \"policy\": \"kv_aware\", \"kv_event_source\": [\"http://a:1=tcp://a:1\"]}|static KV event sources require worker URLs and model identity",
+        "{\"worker_urls\": [\"http://a:1\"], \"kv_event_model\": \"\", \"kv_event_source\": [\"http://a:1=tcp://a:1\"]}|static KV event sources require worker URLs and model identity",
+        "{\"worker_urls\": [\"http://a:1\"], \"kv_event_model\": \"m\", \"kv_event_source\": [\"http://a:1=tcp://a:1\"]}|--kv-event-source requires the kv_aware policy",
+        "KV\"kv_event_source\": [\"http://a:1\"]}|--kv-event-source expects WORKER_URL=ENDPOINT[,ENDPOINT...], got 'http://a:1'",
+        "KV\"kv_event_source\": [\"http://a:1=tcp://a:1\", \"http://a:1=tcp://a:2\"]}|duplicate --kv-event-source worker URL 'http://a:1'",
+        "KV\"kv_event_source\": [\"http://a:1/=tcp://a:1\"]}|static KV event source worker 'http://a:1/' is not in --worker-urls",
+        "KV\"kv_event_source\": [\"http://a:1=ipc:///tmp/kv\"]}|KV endpoint must be tcp://HOST:PORT without credentials or paths",
+        "KV\"kv_event_source\": [\"http://a:1=tcp://a:0\"]}|KV endpoint must be tcp://HOST:PORT without credentials or paths",
+        "KV\"kv_event_source\": [\"http://a:1=tcp://a:5557/x\"]}|KV endpoint must be tcp://HOST:PORT without credentials or paths",
+        "KV\"kv_event_source\": [\"http://a:1=tcp://*:5557\"]}|KV connect host cannot be a wildcard",
+        "KV\"kv_event_source\": [\"http://a:1=tcp://0.0.0.0:5557\"]}|KV connect host cannot be unspecified",
+        "KV\"kv_event_source\": [\"http://a:1=tcp://[::]:5557\"]}|KV connect host cannot be unspecified",
+        "KV\"kv_event_source\": [\"http://a:1=tcp://a:1\"], \"kv_event_block_size\": 0}|static KV event source for 'http://a:1' needs a nonzero block size and at least one endpoint",
+        "KV\"kv_event_source\": [\"http://a:1=tcp://a:1\"], \"kv_event_replay_source\": [\"http://b:1=tcp://b:2\"]}|--kv-event-replay-source worker 'http://b:1' has no --kv-event-source",
+        "KV\"kv_event_source\": [\"http://a:1=tcp://a:1,tcp://a:2\"], \"kv_event_replay_source\": [\"http://a:1=tcp://a:3\"]}|static KV replay endpoint count for 'http://a:1' must match its event endpoint count",
+    })
+    void staticKvEventSourcesAreCheckedWithUpstreamsMessages(String json, String message) {
+        ConfigException e = assertThrows(ConfigException.class,
+                () -> RouterConfig.fromJson(json.startsWith("KV") ? KV + json.substring(2) : json).validate());
+        assertEquals(message, e.getMessage());
+    }
+
+    @Test
+    void staticKvEventSourcesThatCheckOutAreAccepted() throws Exception {
+        RouterConfig.fromJson(KV + "\"kv_event_source\": [\"http://a:1=tcp://localhost:5557,tcp://127.0.0.1:5558\"], "
+                + "\"kv_event_replay_source\": [\"http://a:1=tcp://localhost:5559,tcp://[::1]:5560\"]}").validate();
     }
 
     @Test

@@ -26,6 +26,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.logging.Logger;
+import org.vllmrouter.core.config.StaticKvSources;
 import org.vllmrouter.core.policy.KvAwarePolicy;
 import org.vllmrouter.core.policy.PrefixResidency;
 import org.vllmrouter.core.worker.Worker;
@@ -73,13 +74,22 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
     /** Base URLs registered and not yet removed; a fetch that finishes after the worker left starts nothing. */
     private final Set<String> registered = ConcurrentHashMap.newKeySet();
     private final Map<String, CacheIdentity> identities = new ConcurrentHashMap<>();
+    private final Map<String, StaticKvSources.Source> staticSources;
+    private final CacheIdentity staticIdentity;
     private final Counter routingInputs;
     private final Counter placementLookups;
     private final Counter decisions;
 
+    /**
+     * {@code staticSources}: workers whose publishers the flags name ({@code --kv-event-source}); they are subscribed
+     * under {@code staticIdentity} without asking the worker. Every other worker is asked.
+     */
     public KvPlacement(WorkerRegistry workers, EventLoop control, KvAwarePolicy.Settings credits,
+                       Map<String, StaticKvSources.Source> staticSources, CacheIdentity staticIdentity,
                        PrometheusRegistry registry, KvSubscribers.Settings subscriberSettings) {
         this.workers = workers;
+        this.staticSources = staticSources;
+        this.staticIdentity = staticIdentity;
         this.control = control;
         this.credits = credits;
         KvMetrics metrics = new KvMetrics(registry);
@@ -111,7 +121,13 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
     @Override
     public void added(Worker worker) {
         String base = worker.baseUrl();
-        if (registered.add(base)) {
+        if (!registered.add(base)) {
+            return;
+        }
+        StaticKvSources.Source configured = staticSources.get(base);
+        if (configured != null) {
+            executor.execute(() -> subscribeStatic(base, configured));
+        } else {
             ControlClient.send(control, HttpMethod.GET, base, "/get_server_info", null, null, CONTROL_TIMEOUT)
                     .thenCompose(info -> ControlClient.send(control, HttpMethod.GET, base, "/kv_event_sources", null,
                                     null, CONTROL_TIMEOUT)
@@ -129,6 +145,19 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
                 executor.execute(() -> subscribers.stopWorker(base));
             }
         }
+    }
+
+    private void subscribeStatic(String base, StaticKvSources.Source configured) {
+        if (!registered.contains(base)) {
+            return;
+        }
+        List<String> endpoints = configured.endpoints();
+        identities.put(base, staticIdentity);
+        for (int rank = 0; rank < endpoints.size(); rank++) {
+            String replay = configured.replayEndpoints().isEmpty() ? null : configured.replayEndpoints().get(rank);
+            subscribers.start(new SourceId(base, rank), staticIdentity, new KvEventSource(endpoints.get(rank), replay, ""));
+        }
+        LOG.info("KV events of " + base + " from --kv-event-source: " + endpoints.size() + " source(s)");
     }
 
     private record WorkerReplies(ControlClient.Reply info, ControlClient.Reply sources) {
@@ -152,8 +181,8 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
                 LOG.warning("Worker " + base + " publishes no KV events; kv_aware gives it no prefix credit");
                 return;
             }
-            sources.forEach((rank, source) -> subscribers.start(new SourceId(base, rank), identity, source));
             identities.put(base, identity);
+            sources.forEach((rank, source) -> subscribers.start(new SourceId(base, rank), identity, source));
             LOG.info("KV events of " + base + " (" + identity.model() + ", block " + identity.blockSize() + "): "
                     + sources.size() + " source(s)");
         } catch (RuntimeException e) {
