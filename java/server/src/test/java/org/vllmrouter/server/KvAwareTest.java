@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.net.http.HttpResponse;
 import java.util.List;
 import java.util.Map;
@@ -139,6 +141,26 @@ class KvAwareTest {
         assertEquals(body, mock.worker(0).captured("/v1/completions").get(0).bodyText(), "forwarded unchanged");
         assertEquals(1.0, metric("vllm_router_kv_routing_inputs_total", "result=\"render_failed\""));
         assertEquals(1.0, metric("vllm_router_prefix_routing_decisions_total", "outcome=\"missing_tokens\""));
+    }
+
+    @Test
+    void aSourceThatNeverAnswersGivesNoCreditAndRequestsAreAnswered() throws Exception {
+        try (ServerSocket silent = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
+            mock = MockWorkers.start(MockConfig.builder().count(2).all(k -> k.kvEvents(true).blockSize(BLOCK)).build());
+            Map<String, Object> cfg = Fixture.base(mock.urls());
+            cfg.put("policy", "kv_aware");
+            String endpoint = "tcp://127.0.0.1:" + silent.getLocalPort();
+            cfg.put("kv_event_source", List.of(mock.urls().get(0) + "=" + endpoint, mock.urls().get(1) + "=" + endpoint));
+            cfg.put("kv_event_model", "mock");
+            router = Fixture.start(cfg);
+            String body = completion("nobody-hears");
+            for (int i = 0; i < 2; i++) {
+                HttpResponse<String> r = viaRouter(body);
+                assertEquals(200, r.statusCode(), r.body());
+                assertEquals(mock.worker(0).id(), r.headers().firstValue("X-Worker-Id").orElseThrow());
+            }
+            assertEquals(2.0, metric("vllm_router_kv_placement_lookups_total", "result=\"miss\""));
+        }
     }
 
     @Test

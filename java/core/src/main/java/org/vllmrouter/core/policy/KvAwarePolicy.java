@@ -8,12 +8,13 @@ import org.vllmrouter.core.worker.Worker;
 
 /**
  * kv_aware: each candidate's cost is the prompt tokens it would have to compute (the input minus the prefix it
- * holds, as the workers' KV events report it, credited by tier) plus its in-flight load, counted as the router's
- * in-flight requests to it times the mean input tokens of recent requests (a request waiting ahead costs about one
- * prompt's prefill). Temperature 0 picks the cheapest, the first in registry order on a tie, so idle workers with no
- * hit are chosen the same way every time; above 0 the choice is sampled from a softmax over -cost / (T x mean input
- * tokens), which keeps T's meaning independent of prompt length. Without tokens (the render call failed, or a route
- * that has none) every credit is 0 and the choice is on load alone.
+ * holds, as the workers' KV events report it, credited by tier) plus its in-flight load: the router's in-flight
+ * requests to it times the running mean of the tokens recent requests had to compute on the worker chosen for them
+ * (a request ahead in the queue costs about one prefill of what is not cached; counting whole prompts instead would
+ * let one queued request outweigh a long cached conversation). Temperature 0 picks the cheapest, the first in registry
+ * order on a tie, so idle workers with no hit are chosen the same way every time; above 0 the choice is sampled from a
+ * softmax over -cost / (T x that mean), which keeps T's meaning independent of prompt length. Without tokens (the
+ * render call failed, or a route that has none) every credit is 0 and the choice is on load alone.
  */
 public final class KvAwarePolicy implements LoadBalancingPolicy {
     /** The transfer credit of a block in each slower tier, relative to one on the worker's GPU (1.0). */
@@ -24,12 +25,12 @@ public final class KvAwarePolicy implements LoadBalancingPolicy {
         }
     }
 
-    /** Weight of one request in the running mean of input tokens. */
+    /** Weight of one request in the running mean of computed tokens. */
     private static final double MEAN_WEIGHT = 0.05;
 
     private final Settings settings;
-    /** NaN until a request with tokens is seen; a load-only choice then weighs each in-flight request as 1. */
-    private volatile double meanInputTokens = Double.NaN;
+    /** NaN until a request with tokens has been placed. */
+    private volatile double meanComputedTokens = Double.NaN;
 
     public KvAwarePolicy(Settings settings) {
         this.settings = settings;
@@ -57,19 +58,19 @@ public final class KvAwarePolicy implements LoadBalancingPolicy {
         }
         PrefixResidency prefix = request.prefix();
         int input = prefix.inputTokens();
-        double mean = meanInputTokens;
-        if (input > 0) {
-            mean = Double.isNaN(mean) ? input : mean + MEAN_WEIGHT * (input - mean);
-            meanInputTokens = mean;
-        } else if (Double.isNaN(mean)) {
-            mean = 1.0;
-        }
+        double seen = meanComputedTokens;
+        double mean = Math.max(1.0, Double.isNaN(seen) ? input : seen);
         double[] cost = new double[n];
+        int[] computed = new int[n];
         for (int i = 0; i < n; i++) {
             Worker w = candidates.get(i);
-            cost[i] = input - prefix.creditedTokens(w) + w.load() * mean;
+            computed[i] = input - prefix.creditedTokens(w);
+            cost[i] = computed[i] + w.load() * mean;
         }
         int chosen = settings.temperature() > 0 ? sample(cost, settings.temperature() * mean) : cheapest(cost);
+        if (input > 0) {
+            meanComputedTokens = Double.isNaN(seen) ? computed[chosen] : seen + MEAN_WEIGHT * (computed[chosen] - seen);
+        }
         Worker worker = candidates.get(chosen);
         prefix.decided(worker, input == 0 ? "missing_tokens" : "prefix_cost");
         return worker;
