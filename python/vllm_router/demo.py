@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from typing import List, Optional
 
 from .bridge.engine_command import engine_command, engine_jar, read_event
@@ -23,16 +24,21 @@ from .bridge.java_runtime import find_java
 from .router import Router
 from .router_args import RouterArgs
 
-DEFAULT_POLICIES = ["sticky_least_loaded", "round_robin", "consistent_hash"]
+DEFAULT_POLICIES = ["sticky_least_loaded", "cache_aware", "kv_aware", "round_robin", "consistent_hash"]
 WORKLOAD_MAIN_CLASS = "org.vllmrouter.mock.WorkloadMain"
 
 # Mock latency model: uncached prompt tokens dominate, so KV-cache reuse shows in latency; a
-# small per-worker batch limit makes load imbalance show in the tail.
+# small per-worker batch limit makes load imbalance show in the tail. Each worker's GPU cache
+# holds 512 blocks of 16 tokens, less than its share of the conversations, so where a turn is
+# placed decides whether its prefix is still there; the workers publish vLLM KV events, which
+# kv_aware subscribes to.
 MOCK_WORKER_KNOBS = {
     "latency-ms": "5",
     "prefill-us-per-token": "600",
     "decode-us-per-token": "500",
     "max-concurrency": "4",
+    "cache-blocks": "512",
+    "kv-events": "true",
 }
 PROMPT_TOKENS_PER_TURN = 256
 OUTPUT_TOKENS = 16
@@ -81,6 +87,13 @@ def run_workload(router_url: str, sessions: int, turns: int, concurrency: int) -
                            f"{completed.stdout.strip()}") from None
 
 
+def flush_caches(worker_urls: List[str]) -> None:
+    """Empties every worker's prefix cache, so no policy inherits the previous one's hits."""
+    for url in worker_urls:
+        urllib.request.urlopen(urllib.request.Request(url + "/flush_cache", data=b"", method="POST"),
+                               timeout=10).close()
+
+
 def run_policy(policy: str, worker_urls: List[str], sessions: int, turns: int, concurrency: int,
                warm_up: bool) -> dict:
     # The workers are up already; a 1 s start-up check interval keeps a slow first health probe
@@ -93,6 +106,7 @@ def run_policy(policy: str, worker_urls: List[str], sessions: int, turns: int, c
         if warm_up:
             # Untimed: lets the mock workers' JIT warm up, so the first policy is not penalised.
             run_workload(router.url, 2 * concurrency, 3, concurrency)
+        flush_caches(worker_urls)
         result = run_workload(router.url, sessions, turns, concurrency)
         result["leftover_sessions"] = sum(router.sessions().values())
     result["policy"] = policy
