@@ -6,7 +6,8 @@ PIP := $(PYTHON) -m pip --disable-pip-version-check
 ENGINE_JAR := java/host/target/vllm-router-engine.jar
 PACKAGED_JAR := python/vllm_router/_engine/vllm-router-engine.jar
 
-.PHONY: test java-test python-test demo engine-jar python-install python-install-test packaged-jar class-cache
+.PHONY: test java-test python-test demo engine-jar python-install python-install-demo python-install-test packaged-jar \
+	class-cache
 
 test: java-test python-test
 
@@ -18,7 +19,7 @@ java-test:
 python-test: python-install-test class-cache
 	$(PYTHON) -m pytest py_test
 
-demo: engine-jar python-install class-cache
+demo: engine-jar python-install-demo class-cache
 	$(PYTHON) -m vllm_router.demo
 
 # Only the launcher module and what it depends on (not the benchmarks); tests skipped.
@@ -35,6 +36,9 @@ packaged-jar:
 # pip always rebuilds and reinstalls a package given as a local directory.
 python-install: packaged-jar
 	$(PIP) install --quiet ./python
+
+python-install-demo: packaged-jar
+	$(PIP) install --quiet "./python[demo]"
 
 python-install-test: packaged-jar
 	$(PIP) install --quiet "./python[test]"
