@@ -7,7 +7,7 @@ ENGINE_JAR := java/host/target/vllm-router-engine.jar
 PACKAGED_JAR := python/vllm_router/_engine/vllm-router-engine.jar
 
 .PHONY: test java-test python-test demo engine-jar python-install python-install-demo python-install-test packaged-jar \
-	class-cache
+	class-cache browser
 
 test: java-test python-test
 
@@ -16,7 +16,7 @@ java-test:
 	$(MVN) verify
 
 # pytest exits 5 when it collected no test; like any non-zero status that fails the build.
-python-test: python-install-test class-cache
+python-test: python-install-test class-cache browser
 	$(PYTHON) -m pytest py_test
 
 demo: engine-jar python-install-demo class-cache
@@ -42,6 +42,13 @@ python-install-demo: packaged-jar
 
 python-install-test: packaged-jar
 	$(PIP) install --quiet "./python[test]"
+
+# The browser the status-page test drives: Debian's headless Chromium and its driver, installed only when missing.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+browser:
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
+		$(SUDO) apt-get update && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y chromium chromium-driver; \
+	fi
 
 # The JVM's AOT class cache for the installed engine (about halves router start-up). Without
 # it the first router start builds it in the background; building it here keeps that out of
