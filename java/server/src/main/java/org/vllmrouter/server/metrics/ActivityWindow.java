@@ -49,7 +49,7 @@ public final class ActivityWindow {
     ActivityWindow(Supplier<Counters> counters, LongSupplier nanoClock, double[] bucketBounds) {
         this.counters = counters;
         this.nanoClock = nanoClock;
-        this.bucketBounds = bucketBounds.clone();
+        this.bucketBounds = bucketBounds;
     }
 
     /** The activity of the router that {@code metrics} and {@code workers} describe. */
