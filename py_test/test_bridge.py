@@ -6,6 +6,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
@@ -190,6 +191,36 @@ def test_module_cli_reports_bad_config_and_exits_nonzero(engine_jar):
     )
     assert completed.returncode == 1
     assert "Error starting router: Configuration validation failed" in completed.stderr
+
+
+def test_module_cli_prints_router_and_dashboard_urls_once_ready(engine_jar, tmp_path):
+    with open(tmp_path / "router.log", "wb") as log:
+        launcher = subprocess.Popen(
+            [sys.executable, "-m", "vllm_router.launch_router", "--host", "0.0.0.0", "--port", "0",
+             "--prometheus-port", "0", "--admin-api-key", "cli-key"],
+            stdout=subprocess.PIPE, stderr=log, text=True)
+    try:
+        # readline blocks; a broken launcher that prints nothing ends (and closes stdout) or is
+        # killed by the timer, so the test cannot hang.
+        killer = threading.Timer(60, launcher.kill)
+        killer.start()
+        router_line = launcher.stdout.readline()
+        dashboard_line = launcher.stdout.readline()
+        killer.cancel()
+        assert router_line.startswith("Router: http://127.0.0.1:"), router_line
+        url = router_line.split(" ", 1)[1].strip()
+        assert dashboard_line == f"Dashboard: {url}/dashboard (asks for the admin API key)\n"
+        assert http("GET", url + "/health")[0] == 200
+        status, headers, page = http("GET", url + "/dashboard")
+        assert status == 200 and headers["content-type"] == "text/html; charset=utf-8"
+        assert b"<title>vLLM router status</title>" in page
+        launcher.send_signal(signal.SIGTERM)
+        assert launcher.wait(STOP_WITHIN_SECS) == 0
+        assert launcher.stdout.read() == "", "nothing else on stdout"
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+        launcher.stdout.close()
 
 
 def test_console_script_help():

@@ -1,6 +1,7 @@
 package org.vllmrouter.core.policy;
 
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -79,6 +80,18 @@ public final class PolicyRegistry implements AutoCloseable {
             total = total.plus(p.sessionStats());
         }
         return total;
+    }
+
+    /**
+     * KV-cache hit rates per worker URL from the instances that report them, in {@link #all()} order: a worker two
+     * instances route to shows the first one's rate. Empty when no instance reports any.
+     */
+    public Map<String, Double> kvCacheHitRates() {
+        Map<String, Double> rates = new HashMap<>();
+        for (LoadBalancingPolicy p : all()) {
+            p.kvCacheHitRates().forEach(rates::putIfAbsent);
+        }
+        return rates;
     }
 
     /** Drops up to {@code maxPerPolicy} expired sessions from each instance; returns the total. */

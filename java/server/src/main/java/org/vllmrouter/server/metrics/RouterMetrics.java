@@ -7,6 +7,9 @@ import io.prometheus.metrics.core.metrics.CounterWithCallback;
 import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import io.prometheus.metrics.core.metrics.Histogram;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import io.prometheus.metrics.model.snapshots.ClassicHistogramBuckets;
+import io.prometheus.metrics.model.snapshots.CounterSnapshot;
+import io.prometheus.metrics.model.snapshots.HistogramSnapshot;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -106,6 +109,35 @@ public final class RouterMetrics {
     private Histogram histogram(String name, String help, String... labels) {
         return Histogram.builder().name(name).help(help).labelNames(labels).classicOnly()
                 .classicUpperBounds(DURATION_BUCKETS).withoutExemplars().register(registry);
+    }
+
+    /** Upper bounds, in seconds, of the duration histograms' buckets; one more bucket above them holds the rest. */
+    static double[] durationBuckets() {
+        return DURATION_BUCKETS.clone();
+    }
+
+    /**
+     * Successful requests so far per duration bucket (not cumulative; the last entry is above the highest bound),
+     * read from {@code vllm_router_generate_duration_seconds} as a scrape would.
+     */
+    long[] succeededByDuration() {
+        long[] counts = new long[DURATION_BUCKETS.length + 1];
+        for (HistogramSnapshot.HistogramDataPointSnapshot point : generateDuration.collect().getDataPoints()) {
+            ClassicHistogramBuckets buckets = point.getClassicBuckets();
+            for (int i = 0; i < buckets.size() && i < counts.length; i++) {
+                counts[i] += buckets.getCount(i);
+            }
+        }
+        return counts;
+    }
+
+    /** Failed requests so far, every route and error type ({@code vllm_router_request_errors_total}). */
+    long failedRequests() {
+        long total = 0;
+        for (CounterSnapshot.CounterDataPointSnapshot point : requestErrors.collect().getDataPoints()) {
+            total += (long) point.getValue();
+        }
+        return total;
     }
 
     private static int stateValue(CircuitBreaker.State state) {

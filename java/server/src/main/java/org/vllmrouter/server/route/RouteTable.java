@@ -17,6 +17,7 @@ import org.vllmrouter.server.http.FrontendHandler;
 import org.vllmrouter.server.http.RequestHandler;
 import org.vllmrouter.server.http.RequestPath;
 import org.vllmrouter.server.http.Responses;
+import org.vllmrouter.server.metrics.ActivityWindow;
 import org.vllmrouter.server.metrics.RouterMetrics;
 import org.vllmrouter.server.proxy.Proxy;
 import org.vllmrouter.server.proxy.RetryPolicy;
@@ -30,13 +31,16 @@ import org.vllmrouter.server.worker.WorkerFactory;
  * <li>{@code INFERENCE}: requests a policy routes to a worker; POST only, behind the admission limiter.</li>
  * <li>{@code ADMIN}: worker and session management; they need the admin API key when one is set.</li>
  * <li>{@code PUBLIC}: health and worker information.</li>
+ * <li>{@code PAGE}: the status page's markup, which holds no data; a browser cannot send a bearer token when it
+ * opens a page, so no key is asked for. The page's data comes from an admin route.</li>
  * </ul>
- * With validation URLs configured, every request but an admin one under an admin key first has its bearer token
- * validated. The lookup uses the normalised path ({@link RequestPath#routeKey()}), so no spelling of a path can slip
- * past its route; a path no route claims goes to the transparent-proxy fallback.
+ * With validation URLs configured, every request but a page or an admin one under an admin key first has its bearer
+ * token validated. The lookup uses the normalised path ({@link RequestPath#routeKey()}), so no spelling of a path can
+ * slip past its route; a path no route claims goes to the transparent-proxy fallback, except under the status page's
+ * {@code /dashboard/}, which a worker does not serve.
  */
 public final class RouteTable implements RequestHandler {
-    private enum Access { PUBLIC, INFERENCE, ADMIN }
+    private enum Access { PUBLIC, INFERENCE, ADMIN, PAGE }
 
     /** {@code method} null: the handler accepts several methods and answers the others itself. */
     private record Route(String label, Access access, HttpMethod method, RouteHandler handler) {}
@@ -45,6 +49,7 @@ public final class RouteTable implements RequestHandler {
 
     private final Map<String, Route> routes = new HashMap<>();
     private final Route responsesItem;
+    private final Route dashboardUnknown;
     private final Route fallback;
     private final Auth auth;
     private final AdmissionLimiter limiter;
@@ -97,6 +102,12 @@ public final class RouteTable implements RequestHandler {
         add("/workers", Access.ADMIN, null, admin::workers);
         add(RequestPath.WORKER_ITEM_ROUTE, Access.ADMIN, null, admin::worker);
 
+        DashboardRoutes dashboard = new DashboardRoutes(config, workers, policies,
+                ActivityWindow.of(metrics, workers::all));
+        add(DashboardRoutes.PAGE, Access.PAGE, HttpMethod.GET, dashboard::page);
+        add(DashboardRoutes.STATE, Access.ADMIN, HttpMethod.GET, dashboard::state);
+        dashboardUnknown = new Route(DashboardRoutes.PREFIX + "{unknown}", Access.PAGE, null, dashboard::unknown);
+
         responsesItem = new Route("/v1/responses/{response_id}", Access.PUBLIC, null,
                 new ResponsesRoutes(control)::item);
         fallback = new Route(FrontendHandler.UNMATCHED, Access.PUBLIC, null,
@@ -136,7 +147,7 @@ public final class RouteTable implements RequestHandler {
             dispatch(front, request, path, route);
             return;
         }
-        if (!auth.validationEnabled()) {
+        if (route.access() == Access.PAGE || !auth.validationEnabled()) {
             dispatch(front, request, path, route);
             return;
         }
@@ -155,6 +166,9 @@ public final class RouteTable implements RequestHandler {
         Route route = routes.get(routeKey);
         if (route != null) {
             return route;
+        }
+        if (routeKey.startsWith(DashboardRoutes.PREFIX)) {
+            return dashboardUnknown;
         }
         return routeKey.startsWith(RESPONSES_ITEM_PREFIX) ? responsesItem : fallback;
     }
