@@ -41,9 +41,11 @@ import org.vllmrouter.server.metrics.RouterMetrics;
 import org.vllmrouter.server.proxy.Proxy;
 import org.vllmrouter.server.proxy.Transport;
 import org.vllmrouter.server.proxy.WorkerCalls;
+import org.vllmrouter.server.proxy.WorkerTls;
 import org.vllmrouter.server.route.AdmissionLimiter;
 import org.vllmrouter.server.route.RouteTable;
 import org.vllmrouter.server.route.SessionRoutes;
+import org.vllmrouter.server.worker.ControlClient;
 import org.vllmrouter.server.worker.HealthChecker;
 import org.vllmrouter.server.worker.StartupWait;
 import org.vllmrouter.server.worker.DiscoveredWorkerSink;
@@ -98,19 +100,26 @@ public final class RouterServer implements AutoCloseable {
         this.metricsListener = metricsListener;
     }
 
+    /** Starts a router; {@code https} workers are trusted as {@link WorkerTls#fromEnvironment()} says. */
     public static RouterServer start(RouterConfig config) throws ConfigException, RouterStartException {
-        return start(config, null);
+        return start(config, null, null);
     }
 
-    /** {@code limiterClock} null = the event loop's clock; tests pass a frozen one to make the bucket deterministic. */
-    static RouterServer start(RouterConfig config, Ticker limiterClock) throws ConfigException, RouterStartException {
+    /**
+     * {@code limiterClock} null = the event loop's clock; tests pass a frozen one to make the bucket deterministic.
+     * {@code tls} null = {@link WorkerTls#fromEnvironment()}; tests pass one that trusts their own CA.
+     */
+    static RouterServer start(RouterConfig config, Ticker limiterClock, WorkerTls tls)
+            throws ConfigException, RouterStartException {
         config.validate();
+        WorkerTls workerTls = tls != null ? tls : WorkerTls.fromEnvironment();
+        ControlClient client = new ControlClient(workerTls);
         EventLoopGroup group = Transport.newGroup(Math.max(1, Runtime.getRuntime().availableProcessors()), "vllm-router");
         PolicyRegistry policies = new PolicyRegistry(config);
         WorkerRegistry workers = new WorkerRegistry();
         RouterMetrics metrics = new RouterMetrics(workers::all, policies::sessionStats);
         WorkerCalls calls = new WorkerCalls(metrics);
-        Proxy proxy = new Proxy(workers, calls, metrics, config.requestTimeoutSecs());
+        Proxy proxy = new Proxy(workers, calls, metrics, config.requestTimeoutSecs(), workerTls);
         HealthChecker healthChecker = null;
         WorkerDiscovery discovery = null;
         ScheduledFuture<?> sweeper = null;
@@ -119,14 +128,14 @@ public final class RouterServer implements AutoCloseable {
             WorkerFactory factory = new WorkerFactory(config, metrics);
             List<Worker> initial = initialWorkers(config, factory);
             EventLoop control = group.next();
-            awaitStartupHealth(config, control, initial);
+            awaitStartupHealth(config, client, control, initial);
             initial.forEach(workers::add);
 
-            healthChecker = new HealthChecker(workers, control, config.healthCheckEndpoint(),
+            healthChecker = new HealthChecker(workers, client, control, config.healthCheckEndpoint(),
                     config.healthCheckIntervalSecs(), config.healthCheckTimeoutSecs());
             healthChecker.start();
             try {
-                discovery = WorkerDiscovery.start(config, new DiscoveredWorkerSink(config, workers, factory, control),
+                discovery = WorkerDiscovery.start(config, new DiscoveredWorkerSink(config, workers, factory, client, control),
                         metrics.registry());
             } catch (DiscoveryStartException e) {
                 throw new RouterStartException(e.getMessage(), e);
@@ -137,7 +146,8 @@ public final class RouterServer implements AutoCloseable {
             AdmissionLimiter limiter = new AdmissionLimiter(config.maxConcurrentRequests(),
                     config.rateLimitTokensPerSecond(), config.queueSize(), config.queueTimeoutSecs(), control,
                     limiterClock != null ? limiterClock : control.ticker());
-            RouteTable routes = new RouteTable(config, workers, policies, factory, proxy, calls, metrics, limiter);
+            RouteTable routes = new RouteTable(config, workers, policies, factory, proxy, calls, metrics, limiter,
+                    client);
             InFlightRequests inFlight = new InFlightRequests();
             listener = bind(group, config.host(), config.port(), routerInitializer(config, routes, inFlight, metrics),
                     "router");
@@ -185,24 +195,24 @@ public final class RouterServer implements AutoCloseable {
     }
 
     /** Upstream waits until at least one configured worker answers its health check before serving. */
-    private static void awaitStartupHealth(RouterConfig config, EventLoop loop, List<Worker> initial)
-            throws RouterStartException {
+    private static void awaitStartupHealth(RouterConfig config, ControlClient client, EventLoop loop,
+                                           List<Worker> initial) throws RouterStartException {
         if (initial.isEmpty()) {
             return;
         }
         List<String> bases = initial.stream().map(Worker::baseUrl).distinct().toList();
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(config.workerStartupTimeoutSecs());
-        boolean healthy = StartupWait.untilHealthy(loop, bases, config.healthCheckEndpoint(),
+        StartupWait.Outcome outcome = StartupWait.untilHealthy(client, loop, bases, config.healthCheckEndpoint(),
                 Math.max(1, config.workerStartupCheckInterval()), deadline).join();
-        if (!healthy) {
+        if (!outcome.healthy()) {
             StringBuilder hosts = new StringBuilder("[");
             for (int i = 0; i < bases.size(); i++) {
                 hosts.append(i == 0 ? "\"" : ", \"").append(bases.get(i)).append('"');
             }
             throw new RouterStartException("Timeout " + config.workerStartupTimeoutSecs() + "s waiting for hosts "
                     + hosts.append(']') + " to become healthy. Please set --router-worker-startup-timeout-secs "
-                    + "(vllm_router.launch_server) or --worker-startup-timeout-secs (vllm_worker.router) to a larger value",
-                    null);
+                    + "(vllm_router.launch_server) or --worker-startup-timeout-secs (vllm_worker.router) to a larger value"
+                    + ". Last health check: " + outcome.lastFailures(), null);
         }
     }
 

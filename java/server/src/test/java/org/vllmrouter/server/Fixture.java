@@ -34,6 +34,6 @@ final class Fixture {
 
     /** A router whose limiter never refills by itself: only a finished request gives its token back. */
     static RouterServer startWithFrozenLimiter(Map<String, Object> fields) throws Exception {
-        return RouterServer.start(config(fields), Ticker.newMockTicker());
+        return RouterServer.start(config(fields), Ticker.newMockTicker(), null);
     }
 }

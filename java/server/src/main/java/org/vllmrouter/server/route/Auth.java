@@ -24,11 +24,13 @@ final class Auth {
 
     private final byte[] adminKey;
     private final List<String> validationUrls;
+    private final ControlClient client;
     private final ConcurrentHashMap<String, Boolean> verdicts = new ConcurrentHashMap<>();
 
-    Auth(String adminApiKey, List<String> validationUrls) {
+    Auth(String adminApiKey, List<String> validationUrls, ControlClient client) {
         this.adminKey = adminApiKey == null || adminApiKey.isEmpty() ? null : adminApiKey.getBytes(StandardCharsets.UTF_8);
         this.validationUrls = validationUrls == null ? List.of() : List.copyOf(validationUrls);
+        this.client = client;
     }
 
     boolean adminOpen() {
@@ -72,7 +74,7 @@ final class Auth {
         String target = (uri.getRawPath() == null || uri.getRawPath().isEmpty() ? "/" : uri.getRawPath())
                 + (uri.getRawQuery() == null ? "" : "?" + uri.getRawQuery());
         HttpHeaders headers = new DefaultHttpHeaders().set(HttpHeaderNames.AUTHORIZATION, "Bearer " + token);
-        return ControlClient.send(loop, HttpMethod.GET, base, target, headers, null, VALIDATION_TIMEOUT)
+        return client.send(loop, HttpMethod.GET, base, target, headers, null, VALIDATION_TIMEOUT)
                 .handle((reply, error) -> reply != null && reply.status() == 200)
                 .thenCompose(ok -> ok ? CompletableFuture.completedFuture(true) : askFrom(loop, token, index + 1));
     }

@@ -64,15 +64,17 @@ final class PdRoutes {
     private final Proxy proxy;
     private final WorkerCalls calls;
     private final RouterMetrics metrics;
+    private final ControlClient client;
     private final Duration stageTimeout;
 
     PdRoutes(RouterConfig config, WorkerRegistry workers, PolicyRegistry policies, Proxy proxy, WorkerCalls calls,
-             RouterMetrics metrics) {
+             RouterMetrics metrics, ControlClient client) {
         this.vllmMode = config.pdMode() == PdMode.VLLM;
         this.workers = workers;
         this.policies = policies;
         this.proxy = proxy;
         this.calls = calls;
+        this.client = client;
         this.metrics = metrics;
         this.stageTimeout = Duration.ofSeconds(Math.max(1, config.requestTimeoutSecs()));
     }
@@ -179,7 +181,7 @@ final class PdRoutes {
         EventLoop loop = front.context().channel().eventLoop();
         Worker prefill = pair.prefill;
         calls.started(prefill);
-        CompletableFuture<ControlClient.Reply> prefillCall = ControlClient.send(loop, HttpMethod.POST,
+        CompletableFuture<ControlClient.Reply> prefillCall = client.send(loop, HttpMethod.POST,
                 prefill.baseUrl(), target, withRank(stageHeaders, prefill), prefillBody, stageTimeout);
         front.setExchange(new FrontendHandler.Exchange() {
             @Override
@@ -248,7 +250,7 @@ final class PdRoutes {
         prefillBody.release();
         calls.started(prefill);
         // The prefill answer is not needed (no logprob merge); it is read and dropped in the background.
-        CompletableFuture<ControlClient.Reply> prefillCall = ControlClient.send(loop, HttpMethod.POST,
+        CompletableFuture<ControlClient.Reply> prefillCall = client.send(loop, HttpMethod.POST,
                 prefill.baseUrl(), target, withRank(headers, prefill), prefillBytes, stageTimeout);
         prefillCall.whenComplete((reply, error) -> {
             stageEnded(prefill, policies.prefillPolicy(), prefillCall, reply, error);
@@ -313,7 +315,7 @@ final class PdRoutes {
         body.release();
         EventLoop loop = front.context().channel().eventLoop();
         calls.started(decode);
-        CompletableFuture<ControlClient.Reply> decodeCall = ControlClient.send(loop, HttpMethod.POST,
+        CompletableFuture<ControlClient.Reply> decodeCall = client.send(loop, HttpMethod.POST,
                 decode.baseUrl(), target, headers, bytes, stageTimeout);
         front.setExchange(new FrontendHandler.Exchange() {
             @Override

@@ -22,6 +22,7 @@ import org.vllmrouter.server.metrics.RouterMetrics;
 import org.vllmrouter.server.proxy.Proxy;
 import org.vllmrouter.server.proxy.RetryPolicy;
 import org.vllmrouter.server.proxy.WorkerCalls;
+import org.vllmrouter.server.worker.ControlClient;
 import org.vllmrouter.server.worker.WorkerFactory;
 
 /**
@@ -56,15 +57,17 @@ public final class RouteTable implements RequestHandler {
     private final Runnable releaseAdmission;
     private final RouterMetrics metrics;
 
+    /** {@code client} makes every one-shot call to a worker: auth validation, PD stages, fan-outs, health waits. */
     public RouteTable(RouterConfig config, WorkerRegistry workers, PolicyRegistry policies, WorkerFactory factory,
-                      Proxy proxy, WorkerCalls calls, RouterMetrics metrics, AdmissionLimiter limiter) {
-        this.auth = new Auth(config.adminApiKey(), config.apiKeyValidationUrls());
+                      Proxy proxy, WorkerCalls calls, RouterMetrics metrics, AdmissionLimiter limiter,
+                      ControlClient client) {
+        this.auth = new Auth(config.adminApiKey(), config.apiKeyValidationUrls(), client);
         this.limiter = limiter;
         this.releaseAdmission = limiter::release;
         this.metrics = metrics;
         RetryPolicy retry = RetryPolicy.from(config);
         PdRoutes pd = config.isPdMode()
-                ? new PdRoutes(config, workers, policies, proxy, calls, metrics) : null;
+                ? new PdRoutes(config, workers, policies, proxy, calls, metrics, client) : null;
 
         // Inference path -> path on the worker.
         Map<String, String> inference = Map.of(
@@ -92,7 +95,7 @@ public final class RouteTable implements RequestHandler {
         SessionRoutes sessions = new SessionRoutes(workers, policies);
         add("/finish_session", Access.ADMIN, HttpMethod.POST, sessions::finishSession);
         add("/sessions", Access.ADMIN, HttpMethod.GET, sessions::sessions);
-        ControlCalls control = new ControlCalls(config, workers);
+        ControlCalls control = new ControlCalls(config, workers, client);
         WorkerRoutes admin = new WorkerRoutes(config, workers, factory, control);
         add("/add_worker", Access.ADMIN, HttpMethod.POST, admin::addWorker);
         add("/remove_worker", Access.ADMIN, HttpMethod.POST, admin::removeWorker);
