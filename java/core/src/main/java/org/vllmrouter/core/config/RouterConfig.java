@@ -161,9 +161,13 @@ public record RouterConfig(
         }
     }
 
-    /** Checks the configuration as upstream's validator does (and the policy names). */
+    /**
+     * Checks the configuration as upstream's validator does (and the policy names), then refuses what asks for a
+     * feature this router does not build.
+     */
     public void validate() throws ConfigException {
         ConfigValidator.validate(this);
+        UnsupportedFeatures.check(this);
     }
 
     /** The prefill/decode disaggregation flavour; {@code vllm_pd_disaggregation} wins when both are set. */

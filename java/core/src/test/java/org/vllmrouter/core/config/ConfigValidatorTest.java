@@ -11,8 +11,9 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 class ConfigValidatorTest {
 
+    /** Upstream's validation alone: some of these ask for features this router refuses afterwards. */
     private static void valid(String json) {
-        assertDoesNotThrow(() -> RouterConfig.fromJson(json).validate(), json);
+        assertDoesNotThrow(() -> ConfigValidator.validate(RouterConfig.fromJson(json)), json);
     }
 
     private static void invalid(String json, String message) throws ConfigException {
