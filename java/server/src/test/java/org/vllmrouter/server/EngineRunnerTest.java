@@ -189,6 +189,30 @@ class EngineRunnerTest {
     }
 
     @Test
+    void logLevelWarningKeepsWarningsAndLeavesTheInfoLinesOut(@TempDir Path dir) throws Exception {
+        Path stderr = dir.resolve("stderr.txt");
+        Map<String, Object> cfg = Fixture.base(mock.urls());
+        cfg.put("log_level", "warning");
+        cfg.put("log_dir", dir.resolve("logs").toString());
+        // Outside PD mode the ZMQ discovery address is ignored with a warning at start-up.
+        cfg.put("vllm_discovery_address", "127.0.0.1:1");
+        Process p = spawn(ProcessBuilder.Redirect.to(stderr.toFile()));
+        try {
+            send(p, TestHttp.JSON.writeValueAsString(cfg));
+            assertEquals("ready", firstLine(p).get("event").asText());
+        } finally {
+            p.destroy();
+            p.waitFor(30, TimeUnit.SECONDS);
+            p.destroyForcibly();
+        }
+        List<String> logged = Files.readAllLines(dir.resolve("logs").resolve("vllm-router.0.log"));
+        assertTrue(logged.stream().anyMatch(l -> l.contains(" WARNING ") && l.contains("--vllm-discovery-address")),
+                logged.toString());
+        assertTrue(logged.stream().noneMatch(l -> l.contains(" INFO ")), logged.toString());
+        assertTrue(Files.readAllLines(stderr).stream().noneMatch(l -> l.contains(" INFO ")));
+    }
+
+    @Test
     void aLogDirectoryThatCannotBeWrittenIsAOneLineStartUpError(@TempDir Path dir) throws Exception {
         Path notADirectory = Files.writeString(dir.resolve("a-file"), "");
         Map<String, Object> cfg = Fixture.base(mock.urls());
