@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.net.http.HttpResponse;
 import java.util.List;
 import java.util.Map;
@@ -13,6 +15,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.mock.MockConfig;
 import org.vllmrouter.mock.MockWorker;
 import org.vllmrouter.mock.MockWorkers;
@@ -60,6 +63,23 @@ class FlagsActTest {
             HttpResponse<String> other = TestHttp.method("OPTIONS", router.url() + "/v1/chat/completions", null,
                     "Origin", "http://elsewhere.example", "Access-Control-Request-Method", "POST");
             assertFalse(other.headers().firstValue("access-control-allow-origin").isPresent(), other.headers().toString());
+        }
+    }
+
+    @Test
+    void aHealthCheckThatGetsNoAnswerFailsAtTheTimeout() throws Exception {
+        // A worker whose port accepts connections and never answers.
+        try (ServerSocket silent = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
+            String silentUrl = "http://127.0.0.1:" + silent.getLocalPort();
+            Map<String, Object> cfg = Fixture.base(List.of(mock.worker(0).url(), silentUrl));
+            cfg.put("health_check_timeout_secs", 1);
+            cfg.put("health_check_interval_secs", 1);
+            cfg.put("health_failure_threshold", 1);
+            try (RouterServer router = Fixture.start(cfg)) {
+                Worker worker = router.workers().get(silentUrl).orElseThrow();
+                assertTrue(ResilienceTest.eventually(() -> !worker.isHealthy()), "the unanswered check timed out");
+                assertTrue(router.workers().get(mock.worker(0).url()).orElseThrow().isHealthy());
+            }
         }
     }
 
