@@ -172,6 +172,8 @@ final class AdminRoutes {
             g.writeNumberField("released", stats.released());
             g.writeNumberField("expired", stats.expired());
             g.writeNumberField("rebound", stats.rebound());
+            g.writeStringField("session_store", policies.sessionStore().description());
+            g.writeBooleanField("degraded", policies.sessionStore().degraded());
         });
     }
 

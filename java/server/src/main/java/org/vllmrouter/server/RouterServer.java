@@ -26,7 +26,11 @@ import org.vllmrouter.core.config.ConfigException;
 import org.vllmrouter.core.config.PrefillUrl;
 import org.vllmrouter.core.config.RouterConfig;
 import org.vllmrouter.core.policy.PolicyRegistry;
+import org.vllmrouter.core.policy.StickyLeastLoadedPolicy;
 import org.vllmrouter.core.session.SessionStats;
+import org.vllmrouter.core.session.SessionStore;
+import org.vllmrouter.core.session.SessionStoreException;
+import org.vllmrouter.core.session.SessionStores;
 import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRegistry;
 import org.vllmrouter.core.worker.WorkerRole;
@@ -83,15 +87,16 @@ public final class RouterServer implements AutoCloseable {
     /** {@code limiterClock} null = the event loop's clock; tests pass a frozen one to make the bucket deterministic. */
     static RouterServer start(RouterConfig config, Ticker limiterClock) throws ConfigException, RouterStartException {
         config.validate();
+        SessionStore sessionStore = openSessionStore(config);
         EventLoopGroup group = Transport.newGroup(Math.max(1, Runtime.getRuntime().availableProcessors()), "vllm-router");
-        PolicyRegistry policies = new PolicyRegistry(config);
+        PolicyRegistry policies = new PolicyRegistry(config, sessionStore);
         WorkerRegistry workers = new WorkerRegistry();
         WorkerPools pools = new WorkerPools();
         HealthChecker healthChecker = null;
         ScheduledFuture<?> sweeper = null;
         Channel listener = null;
         try {
-            RouterMetrics metrics = new RouterMetrics(workers::all, policies::sessionStats);
+            RouterMetrics metrics = new RouterMetrics(workers::all, policies::sessionStats, sessionStore::degraded);
             WorkerFactory factory = new WorkerFactory(config, metrics);
             List<Worker> initial = initialWorkers(config, factory);
             EventLoop control = group.next();
@@ -135,6 +140,14 @@ public final class RouterServer implements AutoCloseable {
             policies.close();
             group.shutdownGracefully(0, 0, TimeUnit.SECONDS).syncUninterruptibly();
             throw e;
+        }
+    }
+
+    private static SessionStore openSessionStore(RouterConfig config) throws RouterStartException {
+        try {
+            return SessionStores.open(config.sessionStore(), StickyLeastLoadedPolicy.configuredTtl());
+        } catch (SessionStoreException e) {
+            throw new RouterStartException(e.getMessage(), e);
         }
     }
 
