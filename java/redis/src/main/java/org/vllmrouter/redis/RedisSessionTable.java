@@ -45,16 +45,24 @@ final class RedisSessionTable implements SessionTable {
     private static final int WRITE_BACK_BATCH = 512;
     /** Last uses reach the store up to one sync interval late (plus a reply); a sweep waits for them. */
     static final long SWEEP_GRACE_MILLIS = 2 * RedisSessionStore.SYNC_INTERVAL.toMillis();
-    /** How long a release replayed after an outage keeps other routers from adopting the session again. */
+    /** How long a release record keeps a router reconciling after an outage from adopting the session again. */
     private static final long RELEASE_RECORD_MILLIS = 10 * 60_000L;
+    private static final int RECENT_RELEASES = 100_000;
 
     private final RedisSessionStore store;
     private final String scope;
     private final long ttlMillis;
     private final String scopePoolsKey;
     private final ConcurrentHashMap<String, Pool> pools = new ConcurrentHashMap<>();
-    /** Sessions released while the store did not answer; released there (with a release record) once it does. */
-    private final Set<String> pendingReleases = ConcurrentHashMap.newKeySet();
+    /** Sessions released while the store did not answer (id -> when); released there once it does. */
+    private final ConcurrentHashMap<String, Long> pendingReleases = new ConcurrentHashMap<>();
+    /**
+     * Sessions this router released lately (id -> when): when the store loses a pool's data (release records
+     * included), another router may still hold one of them (its invalidation was lost with the store) and put it
+     * back; replaying these releases undoes or prevents that. At most {@link #RECENT_RELEASES} for
+     * {@link #RELEASE_RECORD_MILLIS}.
+     */
+    private final ConcurrentHashMap<String, Long> recentReleases = new ConcurrentHashMap<>();
     private volatile SessionStats lastStats = SessionStats.EMPTY;
 
     /** One pool's keys and this router's view of it. */
@@ -93,8 +101,9 @@ final class RedisSessionTable implements SessionTable {
                 return;
             }
             b.ownWrite = false;
-            readBack.get().whenComplete((url, failure) -> {
-                if (failure != null || !b.url.equals(url)) {
+            // Unread (the connection failed): kept; reconciling after the failure checks every cached binding.
+            readBack.get().thenAccept(url -> {
+                if (!b.url.equals(url)) {
                     bindings.remove(sessionId, b);
                 }
             });
@@ -184,6 +193,7 @@ final class RedisSessionTable implements SessionTable {
                 return new Assignment(current, Outcome.EXISTING, pool.countOf(cached.url));
             }
         }
+        recentReleases.remove(sessionId);
         if (!store.degraded()) {
             try {
                 return routeInStore(pool, sessionId, candidates, now);
@@ -303,6 +313,10 @@ final class RedisSessionTable implements SessionTable {
 
     @Override
     public int release(String sessionId) {
+        long now = store.nowMillis();
+        if (recentReleases.size() < RECENT_RELEASES) {
+            recentReleases.put(sessionId, now);
+        }
         int local = 0;
         for (Pool p : pools.values()) {
             Binding cached = p.bindings.remove(sessionId);
@@ -316,18 +330,19 @@ final class RedisSessionTable implements SessionTable {
         }
         if (!store.degraded()) {
             try {
-                return releaseInStore(sessionId, poolNames(RedisSessionStore.ROUTE_TIMEOUT), false,
+                return releaseInStore(sessionId, now, poolNames(RedisSessionStore.ROUTE_TIMEOUT),
                         RedisSessionStore.ROUTE_TIMEOUT);
             } catch (StoreUnavailableException e) {
                 store.markDegraded(e.getMessage());
             }
         }
-        pendingReleases.add(sessionId);
+        pendingReleases.put(sessionId, now);
         return local;
     }
 
-    private int releaseInStore(String sessionId, Set<String> poolNames, boolean keepRecord, Duration timeout) throws StoreUnavailableException {
-        String[] args = {sessionId, Long.toString(store.nowMillis()), keepRecord ? "1" : "0"};
+    private int releaseInStore(String sessionId, long releasedAt, Set<String> poolNames, Duration timeout)
+            throws StoreUnavailableException {
+        String[] args = {sessionId, Long.toString(releasedAt)};
         List<Future<List<Object>>> replies = new ArrayList<>();
         for (String name : poolNames) {
             Pool p = pool(name);
@@ -455,12 +470,11 @@ final class RedisSessionTable implements SessionTable {
         for (Pool p : pools.values()) {
             adopt(p, new ArrayList<>(p.journal.values()));
         }
-        Set<String> releases = new HashSet<>(pendingReleases);
-        if (!releases.isEmpty()) {
+        if (!pendingReleases.isEmpty()) {
             Set<String> names = poolNames(RedisSessionStore.COMMAND_TIMEOUT);
-            for (String id : releases) {
-                releaseInStore(id, names, true, RedisSessionStore.COMMAND_TIMEOUT);
-                pendingReleases.remove(id);
+            for (Map.Entry<String, Long> release : new HashMap<>(pendingReleases).entrySet()) {
+                releaseInStore(release.getKey(), release.getValue(), names, RedisSessionStore.COMMAND_TIMEOUT);
+                pendingReleases.remove(release.getKey(), release.getValue());
             }
         }
         if (!pools.isEmpty()) {
@@ -468,45 +482,44 @@ final class RedisSessionTable implements SessionTable {
                     RedisSessionStore.COMMAND_TIMEOUT);
         }
         refreshStats(RedisSessionStore.COMMAND_TIMEOUT);
+        long forgetBefore = store.nowMillis() - RELEASE_RECORD_MILLIS;
+        recentReleases.values().removeIf(at -> at < forgetBefore);
     }
 
     /**
-     * After the store failed: invalidations may have been missed, so the near cache is emptied (the journal stays
-     * for {@link #sync}); a pool whose data the store lost gets back every live binding this router knew, the
-     * others get their last uses.
+     * After the store failed. A pool whose data the store lost gets back every live binding this router knows (and
+     * its recent releases replayed first). In the others, invalidations may have been missed: cached bindings get
+     * their last uses written back and leave the cache. Until this is done the store counts as degraded, so the
+     * cache keeps serving known sessions meanwhile; the journal stays for {@link #sync}.
      */
     void reconcile() throws StoreUnavailableException {
-        Map<Pool, List<Binding>> known = new HashMap<>();
-        for (Pool p : pools.values()) {
-            List<Binding> cached = new ArrayList<>();
-            for (Binding b : p.bindings.values()) {
-                if (!b.local && p.bindings.remove(b.sessionId, b)) {
-                    cached.add(b);
-                }
-            }
-            known.put(p, cached);
-        }
         Map<Pool, Future<String>> epochs = new HashMap<>();
-        for (Pool p : known.keySet()) {
+        for (Pool p : pools.values()) {
             epochs.put(p, store.connection().async().hget(p.keys.stats(), "epoch"));
         }
         long now = store.nowMillis();
         Map<Pool, List<Binding>> intact = new HashMap<>();
-        for (Map.Entry<Pool, List<Binding>> e : known.entrySet()) {
+        for (Map.Entry<Pool, Future<String>> e : epochs.entrySet()) {
             Pool p = e.getKey();
-            String current = RedisSessionStore.await(epochs.get(p), RedisSessionStore.COMMAND_TIMEOUT);
+            List<Binding> cached = p.bindings.values().stream().filter(b -> !b.local).toList();
+            String current = RedisSessionStore.await(e.getValue(), RedisSessionStore.COMMAND_TIMEOUT);
             String seen = p.epoch;
             if (seen != null && !seen.equals(current)) {
-                List<Binding> live = e.getValue().stream().filter(b -> now - b.lastUsedMillis < ttlMillis).toList();
+                List<Binding> live = cached.stream().filter(b -> now - b.lastUsedMillis < ttlMillis).toList();
                 LOG.warning("Session store " + store.description() + " lost the sessions of pool '" + p.name
                         + "' of " + scope + "; putting back the " + live.size() + " this router knows");
                 p.epoch = null;
+                for (Map.Entry<String, Long> release : recentReleases.entrySet()) {
+                    releaseInStore(release.getKey(), release.getValue(), Set.of(p.name),
+                            RedisSessionStore.COMMAND_TIMEOUT);
+                }
                 adopt(p, live);
             } else {
-                intact.put(p, e.getValue());
+                intact.put(p, cached);
             }
         }
         writeBack(intact);
+        intact.forEach((p, cached) -> cached.forEach(b -> p.bindings.remove(b.sessionId, b)));
     }
 
     /** Writes back the last uses of the bindings used since the last write-back; on failure they stay due. */
@@ -575,6 +588,7 @@ final class RedisSessionTable implements SessionTable {
         }
     }
 
+    /** On the I/O thread: the store's binding replaces the offered one, unless the cache moved on meanwhile. */
     private static void applyAdopt(Pool p, List<Binding> offered, List<?> boundNow) {
         for (int i = 0; i < offered.size(); i++) {
             Binding old = offered.get(i);
@@ -584,7 +598,7 @@ final class RedisSessionTable implements SessionTable {
                 if (p.bindings.remove(old.sessionId, old)) {
                     p.uncount(old.url);
                 }
-            } else if (old.local) {
+            } else {
                 p.bindings.replace(old.sessionId, old, Binding.written(old.sessionId, url, old.lastUsedMillis));
             }
         }

@@ -1,6 +1,6 @@
 -- Puts bindings a router made on its own (the store did not answer, or lost its data) into the store: a binding
--- the store already holds wins, and a session released meanwhile (release record) or idle past the TTL is not
--- brought back. Adopted sessions count as started.
+-- the store already holds wins, and a session released after its last use here (release record) or idle past the
+-- TTL is not brought back. Adopted sessions count as started.
 -- KEYS: idle, counts, stats, released
 -- ARGV: now (ms), ttl (ms), binding key prefix, epoch to set if the pool has none, then triples of
 --       session id, worker URL, last use (ms)
@@ -30,10 +30,11 @@ for i = 5, #ARGV, 3 do
   local key = prefix .. id
   expect(key, 'string')
   local bound = redis.call('GET', key)
+  local released_at = redis.call('ZSCORE', released, id)
   if bound then
     redis.call('ZADD', idle, 'XX', 'GT', last, id)
     bound_now[#bound_now + 1] = bound
-  elseif redis.call('ZSCORE', released, id) or now - last >= ttl then
+  elseif (released_at and tonumber(released_at) >= last) or now - last >= ttl then
     bound_now[#bound_now + 1] = ''
   else
     redis.call('SET', key, url)

@@ -1,7 +1,8 @@
--- Releases one session of a pool (finish_session). With a release record, a router reconciling bindings it made
--- while the store was unreachable (or lost) will not bring the session back.
+-- Releases one session of a pool (finish_session) and records when, so that a router reconciling a binding it
+-- made on its own (the store did not answer, or lost its data) and last used before the release does not bring
+-- the session back.
 -- KEYS: binding, idle, counts, stats, released
--- ARGV: session id, now (ms), '1' to keep a release record
+-- ARGV: session id, time of the release (ms)
 -- Reply: {1 if a binding was released else 0, dropped keys}
 local binding, idle, counts, stats, released = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local id = ARGV[1]
@@ -20,9 +21,7 @@ expect(counts, 'hash')
 expect(stats, 'hash')
 expect(released, 'zset')
 
-if ARGV[3] == '1' then
-  redis.call('ZADD', released, ARGV[2], id)
-end
+redis.call('ZADD', released, 'GT', ARGV[2], id)
 redis.call('ZREM', idle, id)
 local bound = redis.call('GET', binding)
 if not bound then
