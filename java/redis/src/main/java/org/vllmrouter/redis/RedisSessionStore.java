@@ -110,8 +110,8 @@ public final class RedisSessionStore implements SessionStore {
         }
         uri.setTimeout(COMMAND_TIMEOUT);
         ClientResources resources = DefaultClientResources.builder()
-                .ioThreadPoolSize(1)
-                .computationThreadPoolSize(1)
+                .ioThreadPoolSize(2)
+                .computationThreadPoolSize(2)
                 .reconnectDelay(Delay.exponential(Duration.ofMillis(50), SYNC_INTERVAL, 2, TimeUnit.MILLISECONDS))
                 .build();
         RedisClient client = RedisClient.create(resources, uri);

@@ -242,23 +242,16 @@ final class RedisSessionTable implements SessionTable {
         return new Assignment(find(ranked, (String) reply.get(1)), outcome, ((Long) reply.get(2)).intValue());
     }
 
-    /** On the I/O thread: the store's answer becomes the cached binding, and the candidates' counts are refreshed. */
+    /**
+     * On the I/O thread: the store's answer becomes the cached binding, and its worker's count the known one (the
+     * other counts are refreshed about once a second).
+     */
     private static void applyRoute(Pool pool, String sessionId, List<Worker> ranked, long now, List<Object> reply) {
-        String url = (String) reply.get(1);
+        // The candidate's own URL string: the cached path then finds the worker by identity.
+        String url = find(ranked, (String) reply.get(1)).url();
         pool.bindings.put(sessionId, "existing".equals(reply.get(0))
                 ? new Binding(sessionId, url, false, now) : Binding.written(sessionId, url, now));
-        if (reply.size() > 5 && reply.get(5) instanceof List<?> loads) {
-            for (int i = 0; i < loads.size(); i++) {
-                int n = ((Long) loads.get(i)).intValue();
-                if (n > 0) {
-                    pool.counts.put(ranked.get(i).url(), n);
-                } else {
-                    pool.counts.remove(ranked.get(i).url());
-                }
-            }
-        } else {
-            pool.counts.put(url, ((Long) reply.get(2)).intValue());
-        }
+        pool.counts.put(url, ((Long) reply.get(2)).intValue());
     }
 
     /** The store did not answer: the least-loaded candidate by this router's last known counts, journaled. */

@@ -4,7 +4,7 @@
 -- then candidate order), so the first candidate with the fewest sessions wins and no hashing happens here.
 -- KEYS: binding, idle, counts, stats
 -- ARGV: session id, now (ms), ttl (ms), epoch to set if the pool has none, candidate URL 1 .. n
--- Reply: {outcome, url, sessions on url, epoch, dropped keys, {sessions on candidate 1 .. n} (not for 'existing')}
+-- Reply: {outcome, url, sessions on url, epoch, dropped keys}
 local binding, idle, counts, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local id, now, ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local FIRST = 5
@@ -56,7 +56,6 @@ local loads = redis.call('HMGET', counts, unpack(ARGV, FIRST))
 local best, fewest = 1, nil
 for i = 1, #loads do
   local n = tonumber(loads[i]) or 0
-  loads[i] = n
   if fewest == nil or n < fewest then
     best, fewest = i, n
   end
@@ -64,6 +63,4 @@ end
 local url = ARGV[FIRST + best - 1]
 redis.call('SET', binding, url)
 redis.call('ZADD', idle, now, id)
-local n = redis.call('HINCRBY', counts, url, 1)
-loads[best] = n
-return {outcome, url, n, epoch, dropped, loads}
+return {outcome, url, redis.call('HINCRBY', counts, url, 1), epoch, dropped}
