@@ -11,7 +11,7 @@ package org.vllmrouter.redis;
  * vllm-router:pool:{scope|pool}:counts  hash    worker URL -> sessions bound to it
  * vllm-router:pool:{scope|pool}:stats   hash    started, released, expired, rebound; epoch (changes when the
  *                                               pool's data was lost)
- * vllm-router:pool:{scope|pool}:released zset   session id -> time of a release made while reconciling
+ * vllm-router:pool:{scope|pool}:released zset   session id -> time of its last release (kept ten minutes)
  * vllm-router:scope:{scope}:pools       set     the pools of a scope (finish_session releases a session in all)
  * </pre>
  *
