@@ -7,20 +7,25 @@ ENGINE_JAR := java/host/target/vllm-router-engine.jar
 PACKAGED_JAR := python/vllm_router/_engine/vllm-router-engine.jar
 
 .PHONY: test java-test python-test demo engine-jar python-install python-install-demo python-install-test packaged-jar \
-	class-cache browser
+	class-cache browser redis-server
 
 test: java-test python-test
 
 # Every Java test of the reactor; also builds the engine jar.
-java-test:
+java-test: redis-server
 	$(MVN) verify
 
 # pytest exits 5 when it collected no test; like any non-zero status that fails the build.
-python-test: python-install-test class-cache browser
+python-test: redis-server python-install-test class-cache browser
 	$(PYTHON) -m pytest py_test
 
 demo: engine-jar python-install-demo class-cache
 	$(PYTHON) -m vllm_router.demo
+
+# The session-store tests start their own redis-server processes (free ports, no persistence),
+# never the system service; on a machine without one, Debian's package is installed.
+redis-server:
+	@command -v redis-server >/dev/null || (apt-get update && apt-get install -y redis-server)
 
 # Only the launcher module and what it depends on (not the benchmarks); tests skipped.
 engine-jar:

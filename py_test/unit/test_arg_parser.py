@@ -36,6 +36,7 @@ class TestRouterArgs:
         assert args.prometheus_host is None
         assert args.api_key_validation_urls == []
         assert args.admin_api_key is None
+        assert args.session_store == "memory"
 
     def test_parse_selector_valid(self):
         assert RouterArgs._parse_selector(["app=worker"]) == {"app": "worker"}

@@ -157,6 +157,10 @@ class RouterArgs:
     api_key_validation_urls: list[str] = field(default_factory=list)
     admin_api_key: str | None = None
 
+    # Beyond upstream's RouterArgs: where sticky sessions live. "memory" keeps them in this
+    # router; a Redis URL shares them with every router that names the same store.
+    session_store: str = "memory"
+
     @staticmethod
     def add_cli_args(
         parser: argparse.ArgumentParser,
@@ -341,6 +345,11 @@ class RouterArgs:
                                  "token; first 200 accepts). Empty: no inbound check")
         parser.add_argument(f"--{p}admin-api-key", type=str, default=None,
                             help="Bearer key required on admin routes and /finish_session")
+        parser.add_argument(f"--{p}session-store", type=str, default=RouterArgs.session_store,
+                            metavar="URL",
+                            help="Where sticky sessions live: 'memory' (this router only) or a "
+                                 "Redis URL, redis://[user:pass@]host:port[/db] (rediss:// for "
+                                 "TLS), shared by every router that names it")
 
     @classmethod
     def from_cli_args(cls, args: argparse.Namespace, use_router_prefix: bool = False) -> "RouterArgs":

@@ -26,7 +26,11 @@ import org.vllmrouter.core.config.ConfigException;
 import org.vllmrouter.core.config.PrefillUrl;
 import org.vllmrouter.core.config.RouterConfig;
 import org.vllmrouter.core.policy.PolicyRegistry;
+import org.vllmrouter.core.policy.StickyLeastLoadedPolicy;
 import org.vllmrouter.core.session.SessionStats;
+import org.vllmrouter.core.session.SessionStore;
+import org.vllmrouter.core.session.SessionStoreException;
+import org.vllmrouter.core.session.SessionStores;
 import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRegistry;
 import org.vllmrouter.core.worker.WorkerRole;
@@ -114,10 +118,11 @@ public final class RouterServer implements AutoCloseable {
         config.validate();
         WorkerTls workerTls = tls != null ? tls : WorkerTls.fromEnvironment();
         ControlClient client = new ControlClient(workerTls);
+        SessionStore sessionStore = openSessionStore(config);
         EventLoopGroup group = Transport.newGroup(Math.max(1, Runtime.getRuntime().availableProcessors()), "vllm-router");
-        PolicyRegistry policies = new PolicyRegistry(config);
+        PolicyRegistry policies = new PolicyRegistry(config, sessionStore);
         WorkerRegistry workers = new WorkerRegistry();
-        RouterMetrics metrics = new RouterMetrics(workers::all, policies::sessionStats);
+        RouterMetrics metrics = new RouterMetrics(workers::all, policies::sessionStats, sessionStore::degraded);
         WorkerCalls calls = new WorkerCalls(metrics);
         Proxy proxy = new Proxy(workers, calls, metrics, config.requestTimeoutSecs(), workerTls);
         HealthChecker healthChecker = null;
@@ -174,6 +179,14 @@ public final class RouterServer implements AutoCloseable {
             policies.close();
             group.shutdownGracefully(0, 0, TimeUnit.SECONDS).syncUninterruptibly();
             throw e;
+        }
+    }
+
+    private static SessionStore openSessionStore(RouterConfig config) throws RouterStartException {
+        try {
+            return SessionStores.open(config.sessionStore(), StickyLeastLoadedPolicy.configuredTtl());
+        } catch (SessionStoreException e) {
+            throw new RouterStartException(e.getMessage(), e);
         }
     }
 

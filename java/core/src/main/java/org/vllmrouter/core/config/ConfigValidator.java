@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.stream.Collectors;
+import org.vllmrouter.core.session.SessionStoreUrl;
 
 /**
  * Upstream's configuration validation (ConfigValidator), applied to the RouterArgs-shaped config in the
@@ -30,6 +31,10 @@ final class ConfigValidator {
                     + KV_CONNECTORS.stream().map(k -> "'" + k + "'").collect(Collectors.joining(" or ")));
         }
         validateRanges(c);
+        String storeProblem = SessionStoreUrl.problem(c.sessionStore());
+        if (storeProblem != null) {
+            throw invalid("session_store", SessionStoreUrl.redact(c.sessionStore()), storeProblem);
+        }
 
         // Upstream validates an inference-gateway configuration as regular mode, whatever the PD flags say.
         PdMode mode = c.enableIgw() ? PdMode.NONE : c.pdMode();

@@ -89,7 +89,8 @@ public record RouterConfig(
         String modelPath,
         String tokenizerPath,
         @JsonSetter(nulls = Nulls.AS_EMPTY) List<String> apiKeyValidationUrls,
-        String adminApiKey) {
+        String adminApiKey,
+        @JsonSetter(nulls = Nulls.FAIL) String sessionStore) {
 
     /** Prometheus port used when {@code prometheus_port} is null: the flag's default (upstream always starts it). */
     public static final int DEFAULT_PROMETHEUS_PORT =

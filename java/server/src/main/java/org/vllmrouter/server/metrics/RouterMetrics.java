@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.function.BooleanSupplier;
 import java.util.function.Function;
 import java.util.function.Supplier;
 import org.vllmrouter.core.session.SessionStats;
@@ -67,7 +68,8 @@ public final class RouterMetrics {
     private final ConcurrentHashMap<String, ConcurrentHashMap<String, AtomicReferenceArray<CounterDataPoint>>> http =
             new ConcurrentHashMap<>();
 
-    public RouterMetrics(Supplier<List<Worker>> workers, Supplier<SessionStats> sessions) {
+    public RouterMetrics(Supplier<List<Worker>> workers, Supplier<SessionStats> sessions,
+                         BooleanSupplier storeDegraded) {
         GaugeWithCallback.builder().name("vllm_router_active_workers").help("Registered workers")
                 .callback(cb -> cb.call(workers.get().size())).register(registry);
         GaugeWithCallback.builder().name("vllm_router_worker_health").help("Worker health (1 healthy, 0 not)")
@@ -100,6 +102,9 @@ public final class RouterMetrics {
                 .callback(cb -> cb.call(sessions.get().expired())).register(registry);
         CounterWithCallback.builder().name("vllm_router_sticky_sessions_rebound_total").help("Sessions moved off an unavailable worker")
                 .callback(cb -> cb.call(sessions.get().rebound())).register(registry);
+        GaugeWithCallback.builder().name("vllm_router_session_store_degraded")
+                .help("1 while the shared session store is unreachable and routing uses this router's own view")
+                .callback(cb -> cb.call(storeDegraded.getAsBoolean() ? 1 : 0)).register(registry);
     }
 
     private Counter counter(String name, String help, String... labels) {

@@ -83,6 +83,8 @@ public final class SessionRoutes {
             g.writeNumberField("released", stats.released());
             g.writeNumberField("expired", stats.expired());
             g.writeNumberField("rebound", stats.rebound());
+            g.writeStringField("session_store", policies.sessionStore().description());
+            g.writeBooleanField("degraded", policies.sessionStore().degraded());
         });
     }
 

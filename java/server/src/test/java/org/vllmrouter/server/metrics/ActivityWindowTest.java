@@ -128,7 +128,7 @@ class ActivityWindowTest {
 
     @Test
     void routerMetricsGiveCountsPerBucketNotCumulative() {
-        RouterMetrics metrics = new RouterMetrics(List::of, () -> SessionStats.EMPTY);
+        RouterMetrics metrics = new RouterMetrics(List::of, () -> SessionStats.EMPTY, () -> false);
         for (int i = 0; i < 3; i++) {
             metrics.requestEnded("/v1/completions", 200, true, 0.05);
         }
