@@ -65,9 +65,10 @@ final class PdRoutes {
     private final WorkerCalls calls;
     private final RouterMetrics metrics;
     private final Duration stageTimeout;
+    private final RoutingInput input;
 
     PdRoutes(RouterConfig config, WorkerRegistry workers, PolicyRegistry policies, Proxy proxy, WorkerCalls calls,
-             RouterMetrics metrics) {
+             RouterMetrics metrics, RoutingInput input) {
         this.vllmMode = config.pdMode() == PdMode.VLLM;
         this.workers = workers;
         this.policies = policies;
@@ -75,6 +76,7 @@ final class PdRoutes {
         this.calls = calls;
         this.metrics = metrics;
         this.stageTimeout = Duration.ofSeconds(Math.max(1, config.requestTimeoutSecs()));
+        this.input = input;
     }
 
     /** Whether the inference route {@code route} runs through the PD pipeline (the others go to regular workers). */
@@ -86,7 +88,7 @@ final class PdRoutes {
     InferenceHandler pipeline(String route, String workerPath) {
         boolean twoStage = vllmMode && !route.equals("/generate");
         return (front, request, path, admission) -> {
-            RoutingRequest routing = RoutingInput.read(front, request, true);
+            RoutingRequest routing = input.read(front, request, true);
             if (routing == null) {
                 admission.run();
                 return;

@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import org.vllmrouter.core.config.RouterConfig;
 import org.vllmrouter.core.policy.PolicyRegistry;
+import org.vllmrouter.core.session.SessionIdExtractor;
 import org.vllmrouter.core.worker.WorkerRegistry;
 import org.vllmrouter.server.http.FrontendHandler;
 import org.vllmrouter.server.http.RequestHandler;
@@ -57,8 +58,10 @@ public final class RouteTable implements RequestHandler {
         this.releaseAdmission = limiter::release;
         this.metrics = metrics;
         RetryPolicy retry = RetryPolicy.from(config);
+        RoutingInput input = new RoutingInput(
+                new SessionIdExtractor(config.sessionIdHeaders(), config.sessionIdBodyFields()));
         PdRoutes pd = config.isPdMode()
-                ? new PdRoutes(config, workers, policies, proxy, calls, metrics) : null;
+                ? new PdRoutes(config, workers, policies, proxy, calls, metrics, input) : null;
 
         // Inference path -> path on the worker.
         Map<String, String> inference = Map.of(
@@ -72,7 +75,7 @@ public final class RouteTable implements RequestHandler {
                 "/inference/v1/generate", "/inference/v1/generate");
         inference.forEach((path, workerPath) -> inference(path, pd != null && PdRoutes.pipelines(path)
                 ? pd.pipeline(path, workerPath)
-                : new InferenceRoute(path, workerPath, policies, proxy, retry)));
+                : new InferenceRoute(path, workerPath, policies, proxy, retry, input)));
 
         HealthRoutes health = new HealthRoutes(workers);
         add("/health", Access.PUBLIC, HttpMethod.GET, health::health);
@@ -99,7 +102,7 @@ public final class RouteTable implements RequestHandler {
         responsesItem = new Route("/v1/responses/{response_id}", Access.PUBLIC, null,
                 new ResponsesRoutes(control)::item);
         fallback = new Route(FrontendHandler.UNMATCHED, Access.PUBLIC, null,
-                new FallbackRoute(config, policies, proxy, retry, pd));
+                new FallbackRoute(config, policies, proxy, retry, pd, input));
     }
 
     private void add(String path, Access access, HttpMethod method, RouteHandler handler) {
