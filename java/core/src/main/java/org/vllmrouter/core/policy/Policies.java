@@ -15,7 +15,7 @@ public final class Policies {
             PolicyNames.CACHE_AWARE, cfg -> new CacheAwarePolicy(CacheAwarePolicy.Settings.from(cfg)),
             PolicyNames.POWER_OF_TWO, cfg -> new PowerOfTwoPolicy(),
             PolicyNames.CONSISTENT_HASH, cfg -> new ConsistentHashPolicy(),
-            PolicyNames.STICKY_LEAST_LOADED, cfg -> new StickyLeastLoadedPolicy(),
+            PolicyNames.STICKY_LEAST_LOADED, cfg -> new StickyLeastLoadedPolicy(cfg.maxSessions()),
             PolicyNames.RENDEZVOUS_HASH, cfg -> new RendezvousHashPolicy());
 
     private Policies() {

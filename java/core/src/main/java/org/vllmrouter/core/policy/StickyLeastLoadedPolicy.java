@@ -28,9 +28,13 @@ public final class StickyLeastLoadedPolicy implements LoadBalancingPolicy {
 
     private final SessionTable sessions;
 
-    /** TTL from {@value #TTL_ENV} (default {@value #DEFAULT_TTL_SECONDS} s), system clock. */
-    public StickyLeastLoadedPolicy() {
-        this(Duration.ofSeconds(ttlSeconds(System.getenv(TTL_ENV))), System::nanoTime);
+    /**
+     * At most {@code maxSessions} sessions (the least recently used one makes room for a new one), TTL from
+     * {@value #TTL_ENV} (default {@value #DEFAULT_TTL_SECONDS} s), system clock.
+     */
+    public StickyLeastLoadedPolicy(int maxSessions) {
+        this(new InMemorySessionTable(Duration.ofSeconds(ttlSeconds(System.getenv(TTL_ENV))), maxSessions,
+                System::nanoTime));
     }
 
     public StickyLeastLoadedPolicy(Duration ttl, LongSupplier nanoClock) {

@@ -95,6 +95,9 @@ public final class RouterMetrics {
                 .callback(cb -> cb.call(sessions.get().released())).register(registry);
         CounterWithCallback.builder().name("vllm_router_sticky_sessions_expired_total").help("Sessions dropped after the idle TTL")
                 .callback(cb -> cb.call(sessions.get().expired())).register(registry);
+        CounterWithCallback.builder().name("vllm_router_sticky_sessions_evicted_total")
+                .help("Least recently used sessions dropped to make room (max_sessions reached)")
+                .callback(cb -> cb.call(sessions.get().evicted())).register(registry);
         CounterWithCallback.builder().name("vllm_router_sticky_sessions_rebound_total").help("Sessions moved off an unavailable worker")
                 .callback(cb -> cb.call(sessions.get().rebound())).register(registry);
     }

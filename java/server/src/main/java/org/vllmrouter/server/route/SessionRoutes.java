@@ -80,6 +80,7 @@ public final class SessionRoutes {
             g.writeNumberField("started", stats.started());
             g.writeNumberField("released", stats.released());
             g.writeNumberField("expired", stats.expired());
+            g.writeNumberField("evicted", stats.evicted());
             g.writeNumberField("rebound", stats.rebound());
         });
     }
