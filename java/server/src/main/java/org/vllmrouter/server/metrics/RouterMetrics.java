@@ -9,9 +9,11 @@ import io.prometheus.metrics.core.metrics.Histogram;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.function.Function;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.worker.CircuitBreaker;
@@ -26,6 +28,9 @@ import org.vllmrouter.core.worker.Worker;
 public final class RouterMetrics {
     private static final double[] DURATION_BUCKETS = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30,
             45, 60, 90, 120, 180, 240};
+
+    private static final Set<String> STANDARD_METHODS =
+            Set.of("GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH");
 
     final PrometheusRegistry registry = new PrometheusRegistry();
     private final Counter requests = counter("vllm_router_requests_total", "Successful requests", "route");
@@ -100,6 +105,13 @@ public final class RouterMetrics {
                 .callback(cb -> cb.call(sessions.get().evicted())).register(registry);
         CounterWithCallback.builder().name("vllm_router_sticky_sessions_rebound_total").help("Sessions moved off an unavailable worker")
                 .callback(cb -> cb.call(sessions.get().rebound())).register(registry);
+    }
+
+    /** Counts, at scrape time, the inbound-auth verdicts the bounded verdict cache dropped. */
+    public void countAuthVerdictsDropped(LongSupplier dropped) {
+        CounterWithCallback.builder().name("vllm_router_auth_verdicts_evicted_total")
+                .help("Cached inbound API key verdicts dropped (cache full or TTL passed)")
+                .callback(cb -> cb.call(dropped.getAsLong())).register(registry);
     }
 
     private Counter counter(String name, String help, String... labels) {
@@ -200,7 +212,12 @@ public final class RouterMetrics {
         pdDuration.labelValues(route).observe(seconds);
     }
 
-    public void httpRequest(String route, String method, int status) {
+    /**
+     * Counts a response under its route template, method and status. A method outside HTTP's registered ones is
+     * counted as {@code OTHER}: the client chooses it, and every label set lives as long as the registry.
+     */
+    public void httpRequest(String route, String clientMethod, int status) {
+        String method = STANDARD_METHODS.contains(clientMethod) ? clientMethod : "OTHER";
         if (status < 100 || status > 599) {
             httpRequests.labelValues(route, method, Integer.toString(status), (status / 100) + "xx").inc();
             return;

@@ -54,6 +54,9 @@ public final class RouteTable implements RequestHandler {
     public RouteTable(RouterConfig config, WorkerRegistry workers, PolicyRegistry policies, WorkerFactory factory,
                       Proxy proxy, WorkerCalls calls, RouterMetrics metrics, AdmissionLimiter limiter) {
         this.auth = new Auth(config.adminApiKey(), config.apiKeyValidationUrls());
+        if (auth.validationEnabled()) {
+            metrics.countAuthVerdictsDropped(auth::evictedVerdicts);
+        }
         this.limiter = limiter;
         this.releaseAdmission = limiter::release;
         this.metrics = metrics;
