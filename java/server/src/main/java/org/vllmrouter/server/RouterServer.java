@@ -30,6 +30,8 @@ import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRegistry;
 import org.vllmrouter.core.worker.WorkerRole;
+import org.vllmrouter.server.http.BodyAggregator;
+import org.vllmrouter.server.http.ClientReadDeadline;
 import org.vllmrouter.server.http.FrontendHandler;
 import org.vllmrouter.server.http.InFlightRequests;
 import org.vllmrouter.server.http.RequestGuard;
@@ -94,11 +96,15 @@ public final class RouterServer implements AutoCloseable {
     }
 
     public static RouterServer start(RouterConfig config) throws ConfigException, RouterStartException {
-        return start(config, null);
+        return start(config, null, ClientReadDeadline.DEFAULT);
     }
 
-    /** {@code limiterClock} null = the event loop's clock; tests pass a frozen one to make the bucket deterministic. */
-    static RouterServer start(RouterConfig config, Ticker limiterClock) throws ConfigException, RouterStartException {
+    /**
+     * {@code limiterClock} null = the event loop's clock; tests pass a frozen one to make the bucket deterministic.
+     * {@code clientReadTimeout}: how long a client may take to send a request (tests shorten it).
+     */
+    static RouterServer start(RouterConfig config, Ticker limiterClock, Duration clientReadTimeout)
+            throws ConfigException, RouterStartException {
         config.validate();
         EventLoopGroup group = Transport.newGroup(Math.max(1, Runtime.getRuntime().availableProcessors()), "vllm-router");
         PolicyRegistry policies = new PolicyRegistry(config);
@@ -127,7 +133,8 @@ public final class RouterServer implements AutoCloseable {
                     limiterClock != null ? limiterClock : control.ticker());
             RouteTable routes = new RouteTable(config, workers, policies, factory, proxy, calls, metrics, limiter);
             InFlightRequests inFlight = new InFlightRequests();
-            listener = bind(group, config.host(), config.port(), routerInitializer(config, routes, inFlight, metrics),
+            listener = bind(group, config.host(), config.port(), routerInitializer(config, routes, inFlight, metrics,
+                    clientReadTimeout),
                     "router");
             Channel metricsListener = bind(group, config.effectivePrometheusHost(), config.effectivePrometheusPort(),
                     metricsInitializer(metrics), "Prometheus");
@@ -192,20 +199,23 @@ public final class RouterServer implements AutoCloseable {
     }
 
     private static ChannelInitializer<Channel> routerInitializer(RouterConfig config, RouteTable routes,
-                                                                InFlightRequests inFlight, RouterMetrics metrics) {
+                                                                InFlightRequests inFlight, RouterMetrics metrics,
+                                                                Duration clientReadTimeout) {
         CorsConfig cors = corsConfig(config.corsAllowedOrigins());
         int maxBody = (int) Math.min(Integer.MAX_VALUE, config.maxPayloadSize());
         return new ChannelInitializer<>() {
             @Override
             protected void initChannel(Channel ch) {
                 ChannelPipeline p = ch.pipeline();
+                ClientReadDeadline readDeadline = new ClientReadDeadline(clientReadTimeout);
+                p.addLast(readDeadline);
                 p.addLast(new IdleStateHandler(CLIENT_IDLE_SECS, 0, 0, TimeUnit.SECONDS));
                 p.addLast(new HttpServerCodec(MAX_INITIAL_LINE, MAX_HEADER_SIZE, 8192));
                 p.addLast(new RequestIdHandler(config.requestIdHeaders()));
                 p.addLast(new RequestGuard());
                 p.addLast(new CorsHandler(cors));
-                p.addLast(new HttpObjectAggregator(maxBody));
-                p.addLast(new FrontendHandler(routes, inFlight, metrics));
+                p.addLast(new BodyAggregator(maxBody));
+                p.addLast(new FrontendHandler(routes, inFlight, metrics, readDeadline::requestRead));
             }
         };
     }
