@@ -19,9 +19,9 @@ import org.vllmrouter.server.worker.ControlClient;
  * Inbound authorization. {@code admin_api_key} (ours) guards the admin routes with a constant-time comparison;
  * {@code api_key_validation_urls} (upstream) validates any other request's bearer token by asking each URL in turn.
  * Verdicts are cached, as upstream, but not for the life of the process: every distinct token a client sends would
- * stay in memory, and a revoked key would stay valid. The cache holds at most {@link #MAX_VERDICTS} tokens (least
- * recently used go first) for at most {@link #VERDICT_TTL} each; concurrent requests with the same new token share
- * one validation.
+ * stay in memory, and a revoked key would stay valid. The cache holds at most {@link #MAX_VERDICTS} tokens (Caffeine
+ * keeps the frequently used ones) for at most {@link #VERDICT_TTL} each; concurrent requests with the same new token
+ * share one validation.
  */
 final class Auth {
     static final String INVALID_API_KEY = "You must provide a valid API key. Obtain one from http://helmholtz.cloud";
@@ -53,6 +53,7 @@ final class Auth {
         return verdicts.synchronous().stats().evictionCount();
     }
 
+    /** Verdicts held now (pending evictions done first). */
     long cachedVerdicts() {
         verdicts.synchronous().cleanUp();
         return verdicts.synchronous().estimatedSize();
