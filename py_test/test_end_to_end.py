@@ -114,6 +114,25 @@ def test_launch_handle_in_a_training_loop(mock_workers):
     assert not router.is_running()
 
 
+def test_chosen_session_header_and_session_bound(mock_workers):
+    """RL-trainer settings: only X-Session-ID starts a session; at most max_sessions are kept."""
+    args = RouterArgs(port=0, prometheus_port=0, policy="sticky_least_loaded", worker_urls=mock_workers,
+                      worker_startup_check_interval=1, session_id_headers=["x-session-id"],
+                      session_id_body_fields=[], max_sessions=2)
+    with Router.from_args(args).launch() as router:
+        wait_healthy(router.url)
+        body = {"model": "mock", "prompt": "x", "max_tokens": 1, "user": "alice"}
+        for i in range(5):
+            status, _, _ = http("POST", router.url + "/v1/completions", body, {"X-Request-ID": f"gw-{i}"})
+            assert status == 200
+        assert router.session_stats()["started"] == 0, "a gateway's request ids are not sessions"
+        for trajectory in ("a", "b", "c"):
+            assert chat(router.url, trajectory, "turn")[0] == 200
+        stats = router.session_stats()
+        assert (stats["active_sessions"], stats["evicted"]) == (2, 1)
+        assert sum(stats["active_by_worker"].values()) == 2
+
+
 def test_demo_main_job_small(engine_jar, capsys, monkeypatch, tmp_path):
     """The README's main job, scaled down: every policy runs, sticky_least_loaded is sticky
     and balanced; on a terminal it counts the turns on one line; it draws the plot."""

@@ -146,7 +146,7 @@ class RouterHandle:
 
     def session_stats(self) -> dict:
         """Session counters: `active_by_worker`, `active_sessions`, `started`, `released`,
-        `expired`, `rebound`."""
+        `expired`, `evicted` (dropped to make room at `max_sessions`), `rebound`."""
         return self._engine.session_stats()
 
     def is_running(self) -> bool:

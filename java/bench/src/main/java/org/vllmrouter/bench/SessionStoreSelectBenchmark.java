@@ -78,7 +78,7 @@ public class SessionStoreSelectBenchmark {
             awaitListening(port);
             spec = "redis://127.0.0.1:" + port;
         }
-        sessionStore = SessionStores.open(spec, Duration.ofHours(2));
+        sessionStore = SessionStores.open(spec, Duration.ofHours(2), Integer.MAX_VALUE);
         policy = new StickyLeastLoadedPolicy(sessionStore.table("bench"));
         tracked = new RoutingRequest[sessions];
         for (int i = 0; i < sessions; i++) {

@@ -451,7 +451,7 @@ final class RedisSessionTable implements SessionTable {
             checkEpoch(p, (String) stats.get(4));
             logDropped(r.get(3));
         }
-        lastStats = new SessionStats(perWorker, active, lifetime[0], lifetime[1], lifetime[2], lifetime[3]);
+        lastStats = new SessionStats(perWorker, active, lifetime[0], lifetime[1], lifetime[2], 0, lifetime[3]);
     }
 
     /**

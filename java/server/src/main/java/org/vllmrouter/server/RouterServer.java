@@ -36,6 +36,8 @@ import org.vllmrouter.core.worker.WorkerRegistry;
 import org.vllmrouter.core.worker.WorkerRole;
 import org.vllmrouter.discovery.DiscoveryStartException;
 import org.vllmrouter.discovery.WorkerDiscovery;
+import org.vllmrouter.server.http.BodyAggregator;
+import org.vllmrouter.server.http.ClientReadDeadline;
 import org.vllmrouter.server.http.FrontendHandler;
 import org.vllmrouter.server.http.InFlightRequests;
 import org.vllmrouter.server.http.RequestGuard;
@@ -106,14 +108,16 @@ public final class RouterServer implements AutoCloseable {
 
     /** Starts a router; {@code https} workers are trusted as {@link WorkerTls#fromEnvironment()} says. */
     public static RouterServer start(RouterConfig config) throws ConfigException, RouterStartException {
-        return start(config, null, null);
+        return start(config, null, null, ClientReadDeadline.DEFAULT);
     }
 
     /**
      * {@code limiterClock} null = the event loop's clock; tests pass a frozen one to make the bucket deterministic.
      * {@code tls} null = {@link WorkerTls#fromEnvironment()}; tests pass one that trusts their own CA.
+     * {@code clientReadTimeout}: how long a client may take to send a request (tests shorten it).
      */
-    static RouterServer start(RouterConfig config, Ticker limiterClock, WorkerTls tls)
+    static RouterServer start(RouterConfig config, Ticker limiterClock, WorkerTls tls,
+                              Duration clientReadTimeout)
             throws ConfigException, RouterStartException {
         config.validate();
         WorkerTls workerTls = tls != null ? tls : WorkerTls.fromEnvironment();
@@ -154,7 +158,8 @@ public final class RouterServer implements AutoCloseable {
             RouteTable routes = new RouteTable(config, workers, policies, factory, proxy, calls, metrics, limiter,
                     client);
             InFlightRequests inFlight = new InFlightRequests();
-            listener = bind(group, config.host(), config.port(), routerInitializer(config, routes, inFlight, metrics),
+            listener = bind(group, config.host(), config.port(), routerInitializer(config, routes, inFlight, metrics,
+                    clientReadTimeout),
                     "router");
             Channel metricsListener = bind(group, config.effectivePrometheusHost(), config.effectivePrometheusPort(),
                     metricsInitializer(metrics), "Prometheus");
@@ -184,7 +189,8 @@ public final class RouterServer implements AutoCloseable {
 
     private static SessionStore openSessionStore(RouterConfig config) throws RouterStartException {
         try {
-            return SessionStores.open(config.sessionStore(), StickyLeastLoadedPolicy.configuredTtl());
+            return SessionStores.open(config.sessionStore(), StickyLeastLoadedPolicy.configuredTtl(),
+                    config.maxSessions());
         } catch (SessionStoreException e) {
             throw new RouterStartException(e.getMessage(), e);
         }
@@ -230,20 +236,23 @@ public final class RouterServer implements AutoCloseable {
     }
 
     private static ChannelInitializer<Channel> routerInitializer(RouterConfig config, RouteTable routes,
-                                                                InFlightRequests inFlight, RouterMetrics metrics) {
+                                                                InFlightRequests inFlight, RouterMetrics metrics,
+                                                                Duration clientReadTimeout) {
         CorsConfig cors = corsConfig(config.corsAllowedOrigins());
         int maxBody = (int) Math.min(Integer.MAX_VALUE, config.maxPayloadSize());
         return new ChannelInitializer<>() {
             @Override
             protected void initChannel(Channel ch) {
                 ChannelPipeline p = ch.pipeline();
+                ClientReadDeadline readDeadline = new ClientReadDeadline(clientReadTimeout);
+                p.addLast(readDeadline);
                 p.addLast(new IdleStateHandler(CLIENT_IDLE_SECS, 0, 0, TimeUnit.SECONDS));
                 p.addLast(new HttpServerCodec(MAX_INITIAL_LINE, MAX_HEADER_SIZE, 8192));
                 p.addLast(new RequestIdHandler(config.requestIdHeaders()));
                 p.addLast(new RequestGuard());
                 p.addLast(new CorsHandler(cors));
-                p.addLast(new HttpObjectAggregator(maxBody));
-                p.addLast(new FrontendHandler(routes, inFlight, metrics));
+                p.addLast(new BodyAggregator(maxBody));
+                p.addLast(new FrontendHandler(routes, inFlight, metrics, readDeadline::requestRead));
             }
         };
     }

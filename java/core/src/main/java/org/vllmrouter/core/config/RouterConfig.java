@@ -90,7 +90,10 @@ public record RouterConfig(
         String tokenizerPath,
         @JsonSetter(nulls = Nulls.AS_EMPTY) List<String> apiKeyValidationUrls,
         String adminApiKey,
-        @JsonSetter(nulls = Nulls.FAIL) String sessionStore) {
+        @JsonSetter(nulls = Nulls.FAIL) String sessionStore,
+        @JsonSetter(nulls = Nulls.FAIL) List<String> sessionIdHeaders,
+        @JsonSetter(nulls = Nulls.FAIL) List<String> sessionIdBodyFields,
+        int maxSessions) {
 
     /** Prometheus port used when {@code prometheus_port} is null: the flag's default (upstream always starts it). */
     public static final int DEFAULT_PROMETHEUS_PORT =
@@ -110,6 +113,8 @@ public record RouterConfig(
         requestIdHeaders = requestIdHeaders == null ? null : Collections.unmodifiableList(requestIdHeaders);
         corsAllowedOrigins = unmodifiable(corsAllowedOrigins);
         apiKeyValidationUrls = unmodifiable(apiKeyValidationUrls);
+        sessionIdHeaders = unmodifiable(sessionIdHeaders);
+        sessionIdBodyFields = unmodifiable(sessionIdBodyFields);
         selector = unmodifiable(selector);
         prefillSelector = unmodifiable(prefillSelector);
         decodeSelector = unmodifiable(decodeSelector);

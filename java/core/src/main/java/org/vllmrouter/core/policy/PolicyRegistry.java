@@ -27,7 +27,7 @@ public final class PolicyRegistry implements AutoCloseable {
 
     /** Sessions in this process's memory. */
     public PolicyRegistry(RouterConfig cfg) {
-        this(cfg, SessionStores.memory(StickyLeastLoadedPolicy.configuredTtl()));
+        this(cfg, SessionStores.memory(StickyLeastLoadedPolicy.configuredTtl(), cfg.maxSessions()));
     }
 
     public PolicyRegistry(RouterConfig cfg, SessionStore sessionStore) {

@@ -10,11 +10,12 @@ public final class SessionStores {
 
     /**
      * {@value SessionStoreUrl#MEMORY}: this process's memory; a URL: the {@link SessionStoreProvider} for its scheme.
-     * Sessions idle for {@code ttl} expire.
+     * Sessions idle for {@code ttl} expire; a memory table holds at most {@code maxSessions} (a shared store is
+     * bounded by its own memory policy instead).
      */
-    public static SessionStore open(String spec, Duration ttl) throws SessionStoreException {
+    public static SessionStore open(String spec, Duration ttl, int maxSessions) throws SessionStoreException {
         if (SessionStoreUrl.MEMORY.equals(spec)) {
-            return memory(ttl);
+            return memory(ttl, maxSessions);
         }
         String scheme = SessionStoreUrl.scheme(spec);
         for (SessionStoreProvider provider : ServiceLoader.load(SessionStoreProvider.class)) {
@@ -26,12 +27,15 @@ public final class SessionStores {
                 + scheme + ":// on the class path (it comes with the router-redis module)", null);
     }
 
-    /** Sessions in this process: every table is a new, empty {@link InMemorySessionTable} on the system clock. */
-    public static SessionStore memory(Duration ttl) {
+    /**
+     * Sessions in this process: every table is a new, empty {@link InMemorySessionTable} on the system clock, holding
+     * at most {@code maxSessions} (the least recently used one makes room).
+     */
+    public static SessionStore memory(Duration ttl, int maxSessions) {
         return new SessionStore() {
             @Override
             public SessionTable table(String scope) {
-                return new InMemorySessionTable(ttl, System::nanoTime);
+                return new InMemorySessionTable(ttl, maxSessions, System::nanoTime);
             }
 
             @Override

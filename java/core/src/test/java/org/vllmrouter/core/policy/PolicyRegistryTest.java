@@ -39,7 +39,7 @@ class PolicyRegistryTest {
     void stickyInstancesTakeTheirTablesFromTheStoreUnderOwnScopesAndCloseIt() throws Exception {
         List<String> scopes = new ArrayList<>();
         boolean[] closed = {false};
-        SessionStore memory = SessionStores.memory(Duration.ofHours(1));
+        SessionStore memory = SessionStores.memory(Duration.ofHours(1), 1_000_000);
         SessionStore recording = new SessionStore() {
             @Override
             public SessionTable table(String scope) {

@@ -24,18 +24,21 @@ final class InferenceRoute implements InferenceHandler {
     private final PolicyRegistry policies;
     private final Proxy proxy;
     private final RetryPolicy retry;
+    private final RoutingInput input;
 
-    InferenceRoute(String route, String workerPath, PolicyRegistry policies, Proxy proxy, RetryPolicy retry) {
+    InferenceRoute(String route, String workerPath, PolicyRegistry policies, Proxy proxy, RetryPolicy retry,
+                   RoutingInput input) {
         this.route = route;
         this.workerPath = workerPath;
         this.policies = policies;
         this.proxy = proxy;
         this.retry = retry;
+        this.input = input;
     }
 
     @Override
     public void handle(FrontendHandler front, FullHttpRequest request, RequestPath path, Runnable admission) {
-        RoutingRequest routing = RoutingInput.read(front, request, true);
+        RoutingRequest routing = input.read(front, request, true);
         if (routing == null) {
             admission.run();
             return;

@@ -66,9 +66,11 @@ final class PdRoutes {
     private final RouterMetrics metrics;
     private final ControlClient client;
     private final Duration stageTimeout;
+    private final RoutingInput input;
 
     PdRoutes(RouterConfig config, WorkerRegistry workers, PolicyRegistry policies, Proxy proxy, WorkerCalls calls,
-             RouterMetrics metrics, ControlClient client) {
+             RouterMetrics metrics, ControlClient client,
+             RoutingInput input) {
         this.vllmMode = config.pdMode() == PdMode.VLLM;
         this.workers = workers;
         this.policies = policies;
@@ -77,6 +79,7 @@ final class PdRoutes {
         this.client = client;
         this.metrics = metrics;
         this.stageTimeout = Duration.ofSeconds(Math.max(1, config.requestTimeoutSecs()));
+        this.input = input;
     }
 
     /** Whether the inference route {@code route} runs through the PD pipeline (the others go to regular workers). */
@@ -88,7 +91,7 @@ final class PdRoutes {
     InferenceHandler pipeline(String route, String workerPath) {
         boolean twoStage = vllmMode && !route.equals("/generate");
         return (front, request, path, admission) -> {
-            RoutingRequest routing = RoutingInput.read(front, request, true);
+            RoutingRequest routing = input.read(front, request, true);
             if (routing == null) {
                 admission.run();
                 return;

@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import org.vllmrouter.core.config.RouterConfig;
 import org.vllmrouter.core.policy.PolicyRegistry;
+import org.vllmrouter.core.session.SessionIdExtractor;
 import org.vllmrouter.core.worker.WorkerRegistry;
 import org.vllmrouter.discovery.WorkerDiscovery;
 import org.vllmrouter.server.http.FrontendHandler;
@@ -62,12 +63,17 @@ public final class RouteTable implements RequestHandler {
                       Proxy proxy, WorkerCalls calls, RouterMetrics metrics, AdmissionLimiter limiter,
                       ControlClient client) {
         this.auth = new Auth(config.adminApiKey(), config.apiKeyValidationUrls(), client);
+        if (auth.validationEnabled()) {
+            metrics.countAuthVerdictsDropped(auth::evictedVerdicts);
+        }
         this.limiter = limiter;
         this.releaseAdmission = limiter::release;
         this.metrics = metrics;
         RetryPolicy retry = RetryPolicy.from(config);
+        RoutingInput input = new RoutingInput(
+                new SessionIdExtractor(config.sessionIdHeaders(), config.sessionIdBodyFields()));
         PdRoutes pd = config.isPdMode()
-                ? new PdRoutes(config, workers, policies, proxy, calls, metrics, client) : null;
+                ? new PdRoutes(config, workers, policies, proxy, calls, metrics, client, input) : null;
 
         // Inference path -> path on the worker.
         Map<String, String> inference = Map.of(
@@ -81,7 +87,7 @@ public final class RouteTable implements RequestHandler {
                 "/inference/v1/generate", "/inference/v1/generate");
         inference.forEach((path, workerPath) -> inference(path, pd != null && PdRoutes.pipelines(path)
                 ? pd.pipeline(path, workerPath)
-                : new InferenceRoute(path, workerPath, policies, proxy, retry)));
+                : new InferenceRoute(path, workerPath, policies, proxy, retry, input)));
 
         HealthRoutes health = new HealthRoutes(workers, WorkerDiscovery.discoversWorkers(config));
         add("/health", Access.PUBLIC, HttpMethod.GET, health::health);
@@ -114,7 +120,7 @@ public final class RouteTable implements RequestHandler {
         responsesItem = new Route("/v1/responses/{response_id}", Access.PUBLIC, null,
                 new ResponsesRoutes(control)::item);
         fallback = new Route(FrontendHandler.UNMATCHED, Access.PUBLIC, null,
-                new FallbackRoute(config, policies, proxy, retry, pd));
+                new FallbackRoute(config, policies, proxy, retry, pd, input));
     }
 
     private void add(String path, Access access, HttpMethod method, RouteHandler handler) {
