@@ -148,6 +148,11 @@ FLAGS = {
     "tokenizer_path": refused("--tokenizer-path", *UNSUPPORTED),
     "api_key_validation_urls": acts("RouteTable", "AdminTest#inboundKeysAreCheckedAgainstValidationUrls"),
     "admin_api_key": acts("RouteTable", "AdminTest#adminRoutesNeedTheAdminKey"),
+    "session_store": acts("RouterServer", "SharedStoreRoutersTest#threeRoutersShareSessionsAndARestartedRouterKeepsThem"),
+    "session_id_headers": acts("RouteTable", "test_end_to_end.py::test_chosen_session_header_and_session_bound"),
+    "session_id_body_fields": acts("RouteTable", "test_end_to_end.py::test_chosen_session_header_and_session_bound"),
+    "max_sessions": acts("RouterServer", "FaultSuiteTest#distinctSessionIdsBeyondMaxSessionsAreEvictedNotKept",
+                         "test_end_to_end.py::test_chosen_session_header_and_session_bound"),
 }
 
 # Fields without a flag of their own: from_cli_args sets them (a config file may still give them).

@@ -27,7 +27,8 @@ public final class Policies {
 
     /** A new instance of policy {@code name} configured from {@code cfg}, sessions in memory; unknown names are rejected. */
     public static LoadBalancingPolicy create(String name, RouterConfig cfg) {
-        return create(name, cfg, () -> SessionStores.memory(StickyLeastLoadedPolicy.configuredTtl(), cfg.maxSessions()).table(""));
+        return create(name, cfg,
+                () -> SessionStores.memory(StickyLeastLoadedPolicy.configuredTtl(), cfg.maxSessions()).table(""));
     }
 
     /** As {@link #create(String, RouterConfig)}, a session-keeping policy taking its table from {@code sessions}. */
