@@ -6,20 +6,26 @@ PIP := $(PYTHON) -m pip --disable-pip-version-check
 ENGINE_JAR := java/host/target/vllm-router-engine.jar
 PACKAGED_JAR := python/vllm_router/_engine/vllm-router-engine.jar
 
-.PHONY: test java-test python-test demo engine-jar python-install python-install-test packaged-jar class-cache
+.PHONY: test java-test python-test demo engine-jar python-install python-install-demo python-install-test packaged-jar \
+	class-cache browser redis-server
 
 test: java-test python-test
 
 # Every Java test of the reactor; also builds the engine jar.
-java-test:
+java-test: redis-server
 	$(MVN) verify
 
 # pytest exits 5 when it collected no test; like any non-zero status that fails the build.
-python-test: python-install-test class-cache
+python-test: redis-server python-install-test class-cache browser
 	$(PYTHON) -m pytest py_test
 
-demo: engine-jar python-install class-cache
+demo: engine-jar python-install-demo class-cache
 	$(PYTHON) -m vllm_router.demo
+
+# The session-store tests start their own redis-server processes (free ports, no persistence),
+# never the system service; on a machine without one, Debian's package is installed.
+redis-server:
+	@command -v redis-server >/dev/null || (apt-get update && apt-get install -y redis-server)
 
 # Only the launcher module and what it depends on (not the benchmarks); tests skipped.
 engine-jar:
@@ -36,8 +42,18 @@ packaged-jar:
 python-install: packaged-jar
 	$(PIP) install --quiet ./python
 
+python-install-demo: packaged-jar
+	$(PIP) install --quiet "./python[demo]"
+
 python-install-test: packaged-jar
 	$(PIP) install --quiet "./python[test]"
+
+# The browser the status-page test drives: Debian's headless Chromium and its driver, installed only when missing.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+browser:
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
+		$(SUDO) apt-get update && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y chromium chromium-driver; \
+	fi
 
 # The JVM's AOT class cache for the installed engine (about halves router start-up). Without
 # it the first router start builds it in the background; building it here keeps that out of

@@ -6,6 +6,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
@@ -85,6 +86,60 @@ def test_stop_signal_drains_and_exits_zero(engine_jar, tmp_path, stop_signal):
     finally:
         if launcher.poll() is None:
             launcher.kill()
+
+
+def test_terminal_ctrl_c_stops_launch_router_through_python(engine_jar, tmp_path):
+    """A terminal's Ctrl-C signals the whole foreground process group; the engine is not in it."""
+    port = free_port()
+    with open(tmp_path / "router.log", "wb") as log:
+        launcher = subprocess.Popen([sys.executable, "-c", LAUNCH_SCRIPT, str(port)],
+                                    stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", alive=lambda: launcher.poll() is None)
+        jvm = launched_jvm(launcher)
+        assert os.getpgid(jvm) != os.getpgid(launcher.pid), "engine shares the terminal's process group"
+        os.killpg(launcher.pid, signal.SIGINT)
+        assert launcher.wait(STOP_WITHIN_SECS) == 0
+        assert wait_until(lambda: not pid_alive(jvm), 2), "engine JVM outlived launch_router"
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+
+
+TRAINING_LOOP_SCRIPT = textwrap.dedent("""
+    import sys, time
+    from vllm_router import Router, RouterArgs
+    handle = Router.from_args(RouterArgs(port=0, prometheus_port=0)).launch()
+    print(handle.url, flush=True)
+    try:
+        time.sleep(120)  # a training step
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)  # the loop decides to go on, router and all
+    sys.stdin.readline()
+    handle.shutdown()
+""")
+
+
+def test_ctrl_c_caught_by_a_training_loop_keeps_its_router(engine_jar):
+    trainer = subprocess.Popen([sys.executable, "-c", TRAINING_LOOP_SCRIPT], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, start_new_session=True)
+    try:
+        url = trainer.stdout.readline().decode().strip()
+        assert url.startswith("http://"), url
+        assert http("GET", url + "/health")[0] == 200
+        jvm = [pid for pid in child_pids(trainer.pid) if _is_engine_jvm(pid)][0]
+        assert os.getpgid(jvm) != os.getpgid(trainer.pid), "engine shares the terminal's process group"
+        os.killpg(trainer.pid, signal.SIGINT)  # what a terminal does on Ctrl-C
+        assert trainer.stdout.readline().strip() == b"interrupted"
+        time.sleep(1.0)  # the engine would drain and exit within this if the signal had reached it
+        assert pid_alive(jvm), "the engine stopped although the training loop caught the interrupt"
+        assert http("GET", url + "/health")[0] == 200
+        trainer.stdin.close()
+        assert trainer.wait(STOP_WITHIN_SECS) == 0
+        assert wait_until(lambda: not pid_alive(jvm), 5)
+    finally:
+        if trainer.poll() is None:
+            trainer.kill()
 
 
 def test_sigkill_of_parent_leaves_no_jvm(engine_jar, tmp_path):
@@ -190,6 +245,36 @@ def test_module_cli_reports_bad_config_and_exits_nonzero(engine_jar):
     )
     assert completed.returncode == 1
     assert "Error starting router: Configuration validation failed" in completed.stderr
+
+
+def test_module_cli_prints_router_and_dashboard_urls_once_ready(engine_jar, tmp_path):
+    with open(tmp_path / "router.log", "wb") as log:
+        launcher = subprocess.Popen(
+            [sys.executable, "-m", "vllm_router.launch_router", "--host", "0.0.0.0", "--port", "0",
+             "--prometheus-port", "0", "--admin-api-key", "cli-key"],
+            stdout=subprocess.PIPE, stderr=log, text=True)
+    try:
+        # readline blocks; a broken launcher that prints nothing ends (and closes stdout) or is
+        # killed by the timer, so the test cannot hang.
+        killer = threading.Timer(60, launcher.kill)
+        killer.start()
+        router_line = launcher.stdout.readline()
+        dashboard_line = launcher.stdout.readline()
+        killer.cancel()
+        assert router_line.startswith("Router: http://127.0.0.1:"), router_line
+        url = router_line.split(" ", 1)[1].strip()
+        assert dashboard_line == f"Dashboard: {url}/dashboard (asks for the admin API key)\n"
+        assert http("GET", url + "/health")[0] == 200
+        status, headers, page = http("GET", url + "/dashboard")
+        assert status == 200 and headers["content-type"] == "text/html; charset=utf-8"
+        assert b"<title>vLLM router status</title>" in page
+        launcher.send_signal(signal.SIGTERM)
+        assert launcher.wait(STOP_WITHIN_SECS) == 0
+        assert launcher.stdout.read() == "", "nothing else on stdout"
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+        launcher.stdout.close()
 
 
 def test_console_script_help():

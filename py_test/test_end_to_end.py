@@ -1,6 +1,8 @@
 """End to end against mock workers, the way an RL trainer (SkyRL style) drives the router."""
 
 import multiprocessing
+import re
+import sys
 import uuid
 
 import pytest
@@ -112,12 +114,34 @@ def test_launch_handle_in_a_training_loop(mock_workers):
     assert not router.is_running()
 
 
-def test_demo_main_job_small(engine_jar, capsys):
+def test_chosen_session_header_and_session_bound(mock_workers):
+    """RL-trainer settings: only X-Session-ID starts a session; at most max_sessions are kept."""
+    args = RouterArgs(port=0, prometheus_port=0, policy="sticky_least_loaded", worker_urls=mock_workers,
+                      worker_startup_check_interval=1, session_id_headers=["x-session-id"],
+                      session_id_body_fields=[], max_sessions=2)
+    with Router.from_args(args).launch() as router:
+        wait_healthy(router.url)
+        body = {"model": "mock", "prompt": "x", "max_tokens": 1, "user": "alice"}
+        for i in range(5):
+            status, _, _ = http("POST", router.url + "/v1/completions", body, {"X-Request-ID": f"gw-{i}"})
+            assert status == 200
+        assert router.session_stats()["started"] == 0, "a gateway's request ids are not sessions"
+        for trajectory in ("a", "b", "c"):
+            assert chat(router.url, trajectory, "turn")[0] == 200
+        stats = router.session_stats()
+        assert (stats["active_sessions"], stats["evicted"]) == (2, 1)
+        assert sum(stats["active_by_worker"].values()) == 2
+
+
+def test_demo_main_job_small(engine_jar, capsys, monkeypatch, tmp_path):
     """The README's main job, scaled down: every policy runs, sticky_least_loaded is sticky
-    and balanced."""
+    and balanced; on a terminal it counts the turns on one line; it draws the plot."""
     from vllm_router import demo
 
-    assert demo.main(["--sessions", "8", "--turns", "3", "--concurrency", "4"]) == 0
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    plot = tmp_path / "policies.png"
+    assert demo.main(["--sessions", "8", "--turns", "3", "--concurrency", "4",
+                      "--plot", str(plot)]) == 0
     out = capsys.readouterr().out
     rows = {line.split()[0]: line.split() for line in out.splitlines()
             if line.split() and line.split()[0] in demo.DEFAULT_POLICIES}
@@ -126,3 +150,12 @@ def test_demo_main_job_small(engine_jar, capsys):
     per_worker = [int(n) for n in sticky[1].split("/")]  # sessions per worker
     assert len(per_worker) == 4 and sum(per_worker) == 8
     assert sticky[2] == "100%"  # stickiness
+
+    for policy in demo.DEFAULT_POLICIES:
+        done = re.findall(r"\r\x1b\[K" + policy + r": (\d+)/24 turns", out)
+        assert done and done[-1] == "24", f"{policy}: progress {done}"
+        assert [int(n) for n in done] == sorted(int(n) for n in done)
+    assert "running " not in out, "on a terminal the progress line replaces the plain one"
+
+    assert f"plot: {plot}" in out
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

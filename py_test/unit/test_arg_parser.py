@@ -36,6 +36,7 @@ class TestRouterArgs:
         assert args.prometheus_host is None
         assert args.api_key_validation_urls == []
         assert args.admin_api_key is None
+        assert args.session_store == "memory"
 
     def test_parse_selector_valid(self):
         assert RouterArgs._parse_selector(["app=worker"]) == {"app": "worker"}
@@ -351,6 +352,19 @@ class TestParseRouterArgs:
         assert (args.model_path, args.tokenizer_path) == ("m", "t")
         assert args.api_key_validation_urls == ["http://v1", "http://v2"]
         assert (args.admin_api_key, args.api_key) == ("k", "w")
+
+    def test_session_args(self):
+        args = parse_router_args([])
+        assert args.session_id_headers == ["x-session-id", "x-user-id", "x-tenant-id",
+                                           "x-correlation-id", "x-request-id", "x-trace-id"]
+        assert args.session_id_body_fields == ["session_params.session_id", "user", "session_id",
+                                               "user_id"]
+        assert args.max_sessions == 1_000_000
+        args = parse_router_args(["--session-id-headers", "x-session-id", "--max-sessions", "5",
+                                  "--session-id-body-fields"])
+        assert (args.session_id_headers, args.session_id_body_fields, args.max_sessions) == \
+            (["x-session-id"], [], 5)
+        assert RouterArgs().session_id_headers is not RouterArgs().session_id_headers
 
     def test_repeated_scalar_last_wins(self):
         assert parse_router_args(["--port", "1", "--port", "2"]).port == 2

@@ -91,7 +91,7 @@ class TestValidation:
         assert args.port == 65536 and args.worker_urls == ["not-a-url", ""]
 
     def test_mini_lb_is_refused(self, patched_router):
-        with pytest.raises(ValueError, match="mini_lb"):
+        with pytest.raises(ValueError, match="^--mini-lb is not supported by this router "):
             launch_router(RouterArgs(mini_lb=True, pd_disaggregation=True,
                                      prefill_urls=[("http://p:1", None)], decode_urls=["http://d:1"]))
 

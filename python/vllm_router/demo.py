@@ -1,17 +1,21 @@
 """The main job: a multi-turn agentic workload over mock vLLM workers, per routing policy.
 
     python -m vllm_router.demo [--sessions 32] [--turns 6] [--concurrency 16] [--workers 4]
+                               [--plot demo-output/policies.png]
 
 Starts mock vLLM workers (one JVM; each worker models a prefix cache, prefill/decode latency
 and a batch-size limit), then for each policy starts the router with `Router.launch()` and runs
 the mock module's multi-turn workload driver against it: many sessions of several turns, each
 turn's prompt extending the previous one, `X-Session-ID` on every request, every session
 released with `POST /finish_session` at its end. Prints sessions per worker, stickiness,
-prefix-cache hit rate and latency percentiles per policy.
+prefix-cache hit rate and latency percentiles per policy, and draws them in a PNG (with the
+`demo` extra, which brings matplotlib). On a terminal, a progress line counts the turns.
 """
 
 import argparse
 import json
+import os
+import re
 import subprocess
 import sys
 import threading
@@ -42,6 +46,9 @@ MOCK_WORKER_KNOBS = {
 }
 PROMPT_TOKENS_PER_TURN = 256
 OUTPUT_TOKENS = 16
+DEFAULT_PLOT = os.path.join("demo-output", "policies.png")
+# What the workload driver's --progress writes on stderr.
+PROGRESS_LINE = re.compile(r"turns (\d+)/(\d+)")
 
 
 class MockWorkers:
@@ -70,21 +77,42 @@ class MockWorkers:
             self._process.wait()
 
 
-def run_workload(router_url: str, sessions: int, turns: int, concurrency: int) -> dict:
-    """The mock module's workload driver against `router_url`; its JSON summary."""
+def run_workload(router_url: str, sessions: int, turns: int, concurrency: int,
+                 progress_label: Optional[str] = None) -> dict:
+    """The mock module's workload driver against `router_url`; its JSON summary.
+
+    With `progress_label`, the turns done so far are shown on one updating terminal line.
+    """
     command = engine_command(
         find_java(), engine_jar(),
         ["--router", router_url, "--sessions", str(sessions), "--turns", str(turns),
          "--concurrency", str(concurrency), "--prompt-tokens", str(PROMPT_TOKENS_PER_TURN),
-         "--output-tokens", str(OUTPUT_TOKENS), "--json"],
+         "--output-tokens", str(OUTPUT_TOKENS), "--json"]
+        + (["--progress"] if progress_label else []),
         main_class=WORKLOAD_MAIN_CLASS,
     )
-    completed = subprocess.run(command, stdout=subprocess.PIPE, text=True)
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True,
+                          stderr=subprocess.PIPE if progress_label else None) as driver:
+        if progress_label:
+            # The summary is one line on stdout, so reading stderr to its end first cannot block.
+            for line in driver.stderr:
+                match = PROGRESS_LINE.fullmatch(line.strip())
+                if match:
+                    show_progress(f"{progress_label}: {match[1]}/{match[2]} turns")
+                else:
+                    sys.stderr.write(line)
+        output = driver.stdout.read()
     try:
-        return json.loads(completed.stdout.strip().splitlines()[-1])
+        return json.loads(output.strip().splitlines()[-1])
     except (IndexError, ValueError):
-        raise RuntimeError(f"workload driver failed (status {completed.returncode}): "
-                           f"{completed.stdout.strip()}") from None
+        raise RuntimeError(f"workload driver failed (status {driver.returncode}): "
+                           f"{output.strip()}") from None
+
+
+def show_progress(text: str) -> None:
+    """Rewrites the terminal's current line."""
+    sys.stdout.write("\r\033[K" + text)
+    sys.stdout.flush()
 
 
 def flush_caches(worker_urls: List[str]) -> None:
@@ -95,7 +123,7 @@ def flush_caches(worker_urls: List[str]) -> None:
 
 
 def run_policy(policy: str, worker_urls: List[str], sessions: int, turns: int, concurrency: int,
-               warm_up: bool) -> dict:
+               warm_up: bool, progress: bool) -> dict:
     # The workers are up already; a 1 s start-up check interval keeps a slow first health probe
     # (cold JVM on a busy machine) from costing the default 30 s.
     args = RouterArgs(port=0, prometheus_port=0, policy=policy, worker_urls=worker_urls,
@@ -105,9 +133,11 @@ def run_policy(policy: str, worker_urls: List[str], sessions: int, turns: int, c
         startup_ms = (time.perf_counter() - started) * 1000
         if warm_up:
             # Untimed: lets the mock workers' JIT warm up, so the first policy is not penalised.
-            run_workload(router.url, 2 * concurrency, 3, concurrency)
+            run_workload(router.url, 2 * concurrency, 3, concurrency,
+                         f"{policy} (warm-up)" if progress else None)
         flush_caches(worker_urls)
-        result = run_workload(router.url, sessions, turns, concurrency)
+        result = run_workload(router.url, sessions, turns, concurrency,
+                              policy if progress else None)
         result["leftover_sessions"] = sum(router.sessions().values())
     result["policy"] = policy
     result["startup_ms"] = startup_ms
@@ -139,6 +169,66 @@ def print_report(results: List[dict], worker_urls: List[str], sessions: int, tur
         print(f"sessions still active after the workload: {leftovers}")
 
 
+def write_plot(results: List[dict], path: str, sessions: int, turns: int, workers: int) -> bool:
+    """Draws sessions per worker, cache-hit rate and latency p50/p99 per policy into a PNG at
+    `path`; False when matplotlib is not installed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    policies = [r["policy"] for r in results]
+    colors = dict(zip(policies, ["#2563eb", "#f59e0b", "#10b981", "#8b5cf6", "#ef4444", "#6b7280"]))
+    figure, (spread, cache, latency) = plt.subplots(1, 3, figsize=(15, 4.8),
+                                                    gridspec_kw={"width_ratios": [1.5, 1, 1.2]})
+    figure.suptitle(f"{sessions} sessions \u00d7 {turns} turns over {workers} mock workers, per "
+                    "routing policy", fontsize=13, fontweight="bold")
+
+    worker_ids = sorted({w for r in results for w in r["sessions_per_worker"]})
+    width = 0.8 / len(results)
+    for i, r in enumerate(results):
+        x = [k + (i - (len(results) - 1) / 2) * width for k in range(len(worker_ids))]
+        spread.bar(x, [r["sessions_per_worker"].get(w, 0) for w in worker_ids], width,
+                   label=r["policy"], color=colors[r["policy"]])
+    spread.axhline(sessions / workers, color="#374151", linestyle="--", linewidth=1,
+                   label="even split")
+    most = max(n for r in results for n in r["sessions_per_worker"].values())
+    spread.set_ylim(0, most * 1.4)  # room for the legend above the bars
+    spread.set_xticks(range(len(worker_ids)), worker_ids)
+    spread.set_title("Sessions per worker")
+    spread.set_ylabel("sessions")
+    spread.legend(fontsize=8, frameon=False, ncol=2, loc="upper left")
+
+    hit = [100 * r["cache_hit_rate"] for r in results]
+    bars = cache.bar(policies, hit, color=[colors[p] for p in policies])
+    cache.bar_label(bars, [f"{h:.0f}%" for h in hit], padding=2)
+    cache.set_ylim(0, 105)
+    cache.set_title("Prefix-cache hit rate")
+    cache.set_ylabel("cached / prompt tokens (%)")
+
+    x = range(len(results))
+    p50 = latency.bar([k - 0.2 for k in x], [r["latency_p50_ms"] for r in results], 0.4,
+                      color=[colors[p] for p in policies], alpha=0.55, label="p50")
+    p99 = latency.bar([k + 0.2 for k in x], [r["latency_p99_ms"] for r in results], 0.4,
+                      color=[colors[p] for p in policies], label="p99")
+    latency.bar_label(p50, [f"{r['latency_p50_ms']:.0f}" for r in results], padding=2, fontsize=8)
+    latency.bar_label(p99, [f"{r['latency_p99_ms']:.0f}" for r in results], padding=2, fontsize=8)
+    latency.set_xticks(list(x), policies)
+    latency.set_title("Latency per turn (light: p50, dark: p99)")
+    latency.set_ylabel("ms")
+
+    for axes in (spread, cache, latency):
+        axes.spines[["top", "right"]].set_visible(False)
+        axes.tick_params(axis="x", labelsize=8)
+    figure.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return True
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m vllm_router.demo", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -147,18 +237,28 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--policies", nargs="+", default=DEFAULT_POLICIES)
+    parser.add_argument("--plot", default=DEFAULT_PLOT, metavar="PNG",
+                        help="where to draw the results (default: %(default)s)")
     options = parser.parse_args(argv)
+    progress = sys.stdout.isatty()
 
     workers = MockWorkers(options.workers, MOCK_WORKER_KNOBS)
     try:
         results = []
         for index, policy in enumerate(options.policies):
-            print(f"running {policy} ...", flush=True)
+            if not progress:
+                print(f"running {policy} ...", flush=True)
             results.append(run_policy(policy, workers.urls, options.sessions, options.turns,
-                                      options.concurrency, warm_up=index == 0))
+                                      options.concurrency, warm_up=index == 0, progress=progress))
+            if progress:
+                print()
     finally:
         workers.close()
     print_report(results, workers.urls, options.sessions, options.turns)
+    if write_plot(results, options.plot, options.sessions, options.turns, options.workers):
+        print(f"plot: {os.path.abspath(options.plot)}")
+    else:
+        print("plot: not drawn, matplotlib is missing (pip install 'vllm-router-jvm[demo]')")
     return 1 if any(r["errors"] or r["leftover_sessions"] for r in results) else 0
 
 

@@ -83,9 +83,10 @@ def router_args_from_native_kwargs(kwargs: dict) -> RouterArgs:
 def check_launch_args(args: RouterArgs) -> None:
     """The checks `launch_router` makes before starting: mini_lb refusal, `_validate_router_args`."""
     if args.mini_lb:
+        # The same words as the engine's refusal of mini_lb in a config file (UnsupportedFeatures).
         raise ValueError(
-            "mini_lb (upstream's Python debug balancer) is not part of this package; "
-            "use vllm_pd_disaggregation with the Java engine instead"
+            "--mini-lb is not supported by this router (upstream's Python debug balancer is not part "
+            "of this package; use --vllm-pd-disaggregation)"
         )
     args._validate_router_args()
 

@@ -27,10 +27,16 @@ def launch_router(args: Union[RouterArgs, argparse.Namespace]) -> None:
         router_args = args if isinstance(args, RouterArgs) else RouterArgs.from_cli_args(args)
         check_launch_args(router_args)
         router = Router.from_args(router_args)
-        router.start()
+        router.start(on_ready=lambda url: _print_urls(url, locked=bool(router_args.admin_api_key)))
     except Exception as e:
         logger.error(f"Error starting router: {e}")
         raise
+
+
+def _print_urls(url: str, locked: bool) -> None:
+    # On stdout, where upstream's start-up lines go; the URL has the bound port even for --port 0.
+    print(f"Router: {url}", flush=True)
+    print(f"Dashboard: {url}/dashboard" + (" (asks for the admin API key)" if locked else ""), flush=True)
 
 
 def _set_process_title() -> None:

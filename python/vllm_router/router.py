@@ -7,7 +7,7 @@
 import signal
 import sys
 import threading
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
 # PolicyType and policy_from_str are defined beside the mapping the GraalPy launcher shares
 # without importing this module; they are imported here because upstream's users import them
@@ -59,11 +59,12 @@ class Router:
         """The RouterConfig JSON this router hands to the engine."""
         return router_args_to_config_json(self._args)
 
-    def start(self) -> None:
+    def start(self, on_ready: Optional[Callable[[str], None]] = None) -> None:
         """Serve until SIGTERM/SIGINT (forwarded to the engine), then return after the drain.
 
-        Raises ValueError if the engine rejects the configuration, RuntimeError if it cannot
-        start or stops on its own with a failure status.
+        `on_ready`, if given, is called with the router's URL once it serves. Raises ValueError
+        if the engine rejects the configuration, RuntimeError if it cannot start or stops on its
+        own with a failure status.
         """
         engine_box = []
 
@@ -79,6 +80,8 @@ class Router:
         try:
             engine = _bridge().start_engine(self.config_json, self._startup_timeout())
             engine_box.append(engine)
+            if on_ready is not None:
+                on_ready(engine.url)
             status = engine.wait()
         except _StopBeforeReady:
             return
@@ -143,7 +146,7 @@ class RouterHandle:
 
     def session_stats(self) -> dict:
         """Session counters: `active_by_worker`, `active_sessions`, `started`, `released`,
-        `expired`, `rebound`."""
+        `expired`, `evicted` (dropped to make room at `max_sessions`), `rebound`."""
         return self._engine.session_stats()
 
     def is_running(self) -> bool:

@@ -33,6 +33,12 @@ POLICY_CHOICES = [
 LOG_LEVEL_CHOICES = ["debug", "info", "warning", "error", "critical"]
 KV_CONNECTOR_CHOICES = ["nixl", "mooncake", "moriio"]
 DEFAULT_BOOTSTRAP_PORT_ANNOTATION = "vllm.ai/bootstrap-port"
+# Where upstream looks for a session id, highest priority first: these headers, then these body
+# fields (top level, or `parent.child` one level down).
+DEFAULT_SESSION_ID_HEADERS = [
+    "x-session-id", "x-user-id", "x-tenant-id", "x-correlation-id", "x-request-id", "x-trace-id",
+]
+DEFAULT_SESSION_ID_BODY_FIELDS = ["session_params.session_id", "user", "session_id", "user_id"]
 
 
 def __getattr__(name: str):
@@ -176,6 +182,16 @@ class RouterArgs:
     # Beyond upstream's RouterArgs: inbound authentication
     api_key_validation_urls: list[str] = field(default_factory=list)
     admin_api_key: str | None = None
+
+    # Beyond upstream's RouterArgs: where sticky sessions live. "memory" keeps them in this
+    # router; a Redis URL shares them with every router that names the same store.
+    session_store: str = "memory"
+
+    # Beyond upstream's RouterArgs: where sticky session ids come from, and how many are kept
+    session_id_headers: list[str] = field(default_factory=lambda: list(DEFAULT_SESSION_ID_HEADERS))
+    session_id_body_fields: list[str] = field(
+        default_factory=lambda: list(DEFAULT_SESSION_ID_BODY_FIELDS))
+    max_sessions: int = 1_000_000
 
     @staticmethod
     def add_cli_args(
@@ -397,6 +413,24 @@ class RouterArgs:
                                  "token; first 200 accepts). Empty: no inbound check")
         parser.add_argument(f"--{p}admin-api-key", type=str, default=None,
                             help="Bearer key required on admin routes and /finish_session")
+        parser.add_argument(f"--{p}session-store", type=str, default=RouterArgs.session_store,
+                            metavar="URL",
+                            help="Where sticky sessions live: 'memory' (this router only) or a "
+                                 "Redis URL, redis://[user:pass@]host:port[/db] (rediss:// for "
+                                 "TLS), shared by every router that names it")
+        parser.add_argument(f"--{p}session-id-headers", type=str, nargs="*", metavar="NAME",
+                            default=list(DEFAULT_SESSION_ID_HEADERS),
+                            help="Headers that carry a sticky session id, highest priority first "
+                                 "(none: no header does). RL trainers: x-session-id alone, so a "
+                                 "gateway's per-request x-request-id does not start a session")
+        parser.add_argument(f"--{p}session-id-body-fields", type=str, nargs="*", metavar="FIELD",
+                            default=list(DEFAULT_SESSION_ID_BODY_FIELDS),
+                            help="JSON body fields (top level, or parent.child) that carry a "
+                                 "sticky session id when no header does, highest priority first "
+                                 "(none: the body never does)")
+        parser.add_argument(f"--{p}max-sessions", type=int, default=RouterArgs.max_sessions,
+                            help="Sticky sessions kept per policy; when full, a new session "
+                                 "evicts the least recently used one")
 
     @classmethod
     def from_cli_args(cls, args: argparse.Namespace, use_router_prefix: bool = False) -> "RouterArgs":

@@ -13,7 +13,7 @@ returning an engine handle with `url`, `port`, `metrics_port`, `wait(timeout=Non
 graceful drain, returns at once), `stop(timeout) -> int` (drain, then force), `is_running()`,
 `stop_requested`, `finish_session(session_id)` and `session_stats() -> dict` (shaped like the
 router's `GET /sessions` answer: `active_by_worker`, `active_sessions`, `started`, `released`,
-`expired`, `rebound`). `start_engine` raises `EngineConfigError` when the engine rejects the
+`expired`, `evicted`, `rebound`). `start_engine` raises `EngineConfigError` when the engine rejects the
 configuration and `EngineStartupError` for any other start-up failure.
 """
 

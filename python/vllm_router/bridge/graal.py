@@ -18,6 +18,7 @@ from typing import Optional
 from vllm_router.bridge import EngineConfigError, EngineStartupError
 
 _ROUTER_SERVER = "org.vllmrouter.server.RouterServer"
+_ENGINE_LOGGING = "org.vllmrouter.server.EngineLogging"
 _ROUTER_CONFIG = "org.vllmrouter.core.config.RouterConfig"
 _CONFIG_EXCEPTION = "org.vllmrouter.core.config.ConfigException"
 
@@ -33,6 +34,8 @@ def start_engine(config_json: str, startup_timeout: Optional[float] = None) -> "
     try:
         config = java.type(_ROUTER_CONFIG).fromJson(config_json)
         config.validate()
+        # log_level and log_dir, as the engine process applies them (the logging of this whole JVM).
+        java.type(_ENGINE_LOGGING).configure(config)
         server = java.type(_ROUTER_SERVER).start(config)
     except java.type(_CONFIG_EXCEPTION) as e:
         raise EngineConfigError(str(e.getMessage())) from None

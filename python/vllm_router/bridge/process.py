@@ -9,6 +9,12 @@ Protocol (see docs/architecture.md, "The process bridge"):
    "metrics_port":...}` or `{"event":"error","kind":...,"message":...}` followed by a non-zero
    exit (read by `engine_command.read_event`).
 4. Logs go to stderr, which the child inherits, so a caller that redirected fd 2 captures them.
+
+The child runs in a session (and so a process group) of its own, as PySpark's gateway JVM does: a
+terminal's Ctrl-C, which goes to the foreground process group, reaches only this process, which
+decides. A training loop that catches KeyboardInterrupt keeps its router; `launch_router` turns
+SIGINT/SIGTERM into a drain (SIGTERM to the child); and if this process ends, the lifeline stops
+the child.
 """
 
 import json
@@ -164,6 +170,7 @@ def start_engine(config_json: str, startup_timeout: Optional[float] = None) -> E
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=None,  # inherited: engine logs land wherever this process's fd 2 goes
+            start_new_session=True,
         )
     except OSError as e:
         raise EngineStartupError(f"Could not run {java.executable}: {e}") from e

@@ -77,6 +77,8 @@ public final class MockWorkers implements AutoCloseable {
                         .group(group)
                         .channel(serverChannel)
                         .option(ChannelOption.SO_BACKLOG, 1024)
+                        // A worker killed and started again takes its port back despite TIME_WAIT connections.
+                        .option(ChannelOption.SO_REUSEADDR, true)
                         .childOption(ChannelOption.TCP_NODELAY, true)
                         .childHandler(pipelineFor(worker))
                         .bind(config.host(), config.ports().get(i))

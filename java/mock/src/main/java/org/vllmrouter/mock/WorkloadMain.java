@@ -30,8 +30,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <pre>
  * WorkloadMain --router URL [--sessions N] [--turns T] [--concurrency C] [--prompt-tokens P]
  *              [--output-tokens O] [--api chat|completions] [--model M] [--api-key KEY]
- *              [--no-finish] [--json]
+ *              [--no-finish] [--json] [--progress]
  * </pre>
+ * {@code --progress} writes {@code turns DONE/PLANNED} lines on stderr while the workload runs, for a caller that
+ * shows progress.
  * With the mock's tokenizer (3 bytes per token) a user message of P two-letter words is P tokens.
  */
 public final class WorkloadMain {
@@ -39,32 +41,32 @@ public final class WorkloadMain {
     /** Workload shape; {@link #defaults(String)} gives the command-line defaults. */
     public record Options(String router, int sessions, int turns, int concurrency, int promptTokens,
                           int outputTokens, boolean chat, String model, String apiKey, boolean finish,
-                          boolean json, String sessionPrefix, Duration requestTimeout) {
+                          boolean json, String sessionPrefix, Duration requestTimeout, boolean progress) {
 
         public static Options defaults(String router) {
             return new Options(router, 8, 4, 8, 128, 16, true, "mock", null, true, false,
                     "wl-" + Long.toHexString(ThreadLocalRandom.current().nextLong() & 0xFFFFFFFFL),
-                    Duration.ofSeconds(60));
+                    Duration.ofSeconds(60), false);
         }
 
         public Options withShape(int sessions, int turns, int concurrency) {
             return new Options(router, sessions, turns, concurrency, promptTokens, outputTokens, chat, model,
-                    apiKey, finish, json, sessionPrefix, requestTimeout);
+                    apiKey, finish, json, sessionPrefix, requestTimeout, progress);
         }
 
         public Options withTokens(int prompt, int output) {
             return new Options(router, sessions, turns, concurrency, prompt, output, chat, model,
-                    apiKey, finish, json, sessionPrefix, requestTimeout);
+                    apiKey, finish, json, sessionPrefix, requestTimeout, progress);
         }
 
         public Options withApi(boolean useChat) {
             return new Options(router, sessions, turns, concurrency, promptTokens, outputTokens, useChat, model,
-                    apiKey, finish, json, sessionPrefix, requestTimeout);
+                    apiKey, finish, json, sessionPrefix, requestTimeout, progress);
         }
 
         public Options withFinish(boolean release) {
             return new Options(router, sessions, turns, concurrency, promptTokens, outputTokens, chat, model,
-                    apiKey, release, json, sessionPrefix, requestTimeout);
+                    apiKey, release, json, sessionPrefix, requestTimeout, progress);
         }
 
         Options validated() {
@@ -93,7 +95,7 @@ public final class WorkloadMain {
             System.err.println("workload: " + e.getMessage());
             System.err.println("usage: WorkloadMain --router URL [--sessions N] [--turns T] [--concurrency C]"
                     + " [--prompt-tokens P] [--output-tokens O] [--api chat|completions] [--model M]"
-                    + " [--api-key KEY] [--no-finish] [--json]");
+                    + " [--api-key KEY] [--no-finish] [--json] [--progress]");
             System.exit(2);
             return;
         }
@@ -105,7 +107,7 @@ public final class WorkloadMain {
     static Options parse(String[] args) {
         String router = null;
         int sessions = 8, turns = 4, concurrency = -1, prompt = 128, output = 16;
-        boolean chat = true, finish = true, json = false;
+        boolean chat = true, finish = true, json = false, progress = false;
         String model = "mock", apiKey = null;
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
@@ -113,6 +115,7 @@ public final class WorkloadMain {
                 case "--no-finish" -> finish = false;
                 case "--finish" -> finish = true;
                 case "--json" -> json = true;
+                case "--progress" -> progress = true;
                 default -> {
                     if (i + 1 >= args.length) {
                         throw new IllegalArgumentException("unknown option or missing value: " + a);
@@ -140,7 +143,7 @@ public final class WorkloadMain {
         }
         Options d = Options.defaults(router);
         Options o = new Options(router, sessions, turns, concurrency < 0 ? Math.min(sessions, 64) : concurrency,
-                prompt, output, chat, model, apiKey, finish, json, d.sessionPrefix(), d.requestTimeout());
+                prompt, output, chat, model, apiKey, finish, json, d.sessionPrefix(), d.requestTimeout(), progress);
         return o.validated();
     }
 
@@ -160,13 +163,14 @@ public final class WorkloadMain {
         List<Turn> turns = new ArrayList<>();
         AtomicInteger nextSession = new AtomicInteger();
         AtomicInteger finishFailures = new AtomicInteger();
+        Runnable turnDone = o.progress() ? new ProgressLines(o.sessions() * o.turns())::turnDone : () -> {};
         long t0 = System.nanoTime();
         // Virtual threads: C sessions in flight, each a plain sequential loop of turns.
         try (ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor()) {
             for (int c = 0; c < o.concurrency(); c++) {
                 pool.submit(() -> {
                     for (int s = nextSession.getAndIncrement(); s < o.sessions(); s = nextSession.getAndIncrement()) {
-                        List<Turn> mine = runSession(client, o, s);
+                        List<Turn> mine = runSession(client, o, s, turnDone);
                         synchronized (turns) {
                             turns.addAll(mine);
                         }
@@ -185,7 +189,7 @@ public final class WorkloadMain {
         return o.sessionPrefix() + "-" + session;
     }
 
-    private static List<Turn> runSession(HttpClient client, Options o, int session) {
+    private static List<Turn> runSession(HttpClient client, Options o, int session, Runnable turnDone) {
         List<Turn> out = new ArrayList<>(o.turns());
         SplittableRandom words = new SplittableRandom(session * 0x9E3779B97F4A7C15L + o.sessionPrefix().hashCode());
         ArrayNode messages = Replies.JSON.createArrayNode();
@@ -241,6 +245,7 @@ public final class WorkloadMain {
             }
             long micros = (System.nanoTime() - start) / 1000;
             out.add(new Turn(session, t, worker, status, micros, prompt, cached));
+            turnDone.run();
             // The assistant's answer becomes part of the history, as in a real conversation.
             if (o.chat()) {
                 messages.addObject().put("role", "assistant").put("content", reply == null ? "" : reply);
@@ -249,6 +254,27 @@ public final class WorkloadMain {
             }
         }
         return out;
+    }
+
+    /** {@code turns DONE/PLANNED} on stderr: at most every {@link #INTERVAL_NANOS}, and always for the last turn. */
+    private static final class ProgressLines {
+        private static final long INTERVAL_NANOS = 200_000_000L;
+        private final int planned;
+        private int done;
+        private long lastPrinted = System.nanoTime() - INTERVAL_NANOS;
+
+        ProgressLines(int planned) {
+            this.planned = planned;
+        }
+
+        synchronized void turnDone() {
+            done++;
+            long now = System.nanoTime();
+            if (done == planned || now - lastPrinted >= INTERVAL_NANOS) {
+                lastPrinted = now;
+                System.err.println("turns " + done + "/" + planned);
+            }
+        }
     }
 
     /** {@code tokens} two-letter words: 3 bytes each, so one mock token each. */

@@ -4,6 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
@@ -48,6 +52,32 @@ class WorkloadMainTest {
     }
 
     @Test
+    void progressLinesCountTurnsUpToThePlannedNumber() {
+        try (MockWorkers mock = MockWorkers.start(MockConfig.single())) {
+            WorkloadMain.Options o = WorkloadMain.parse(new String[] {"--router", mock.urls().get(0), "--sessions", "3",
+                    "--turns", "4", "--concurrency", "3", "--no-finish", "--progress"});
+            ByteArrayOutputStream captured = new ByteArrayOutputStream();
+            PrintStream stderr = System.err;
+            System.setErr(new PrintStream(captured, true, StandardCharsets.UTF_8));
+            try {
+                WorkloadMain.run(o);
+            } finally {
+                System.setErr(stderr);
+            }
+            List<String> lines = captured.toString(StandardCharsets.UTF_8).lines().toList();
+            assertTrue(!lines.isEmpty());
+            int previous = 0;
+            for (String line : lines) {
+                assertTrue(line.matches("turns \\d+/12"), line);
+                int done = Integer.parseInt(line.substring(6, line.indexOf('/')));
+                assertTrue(done > previous, lines.toString());
+                previous = done;
+            }
+            assertEquals("turns 12/12", lines.get(lines.size() - 1));
+        }
+    }
+
+    @Test
     void parsesTheCommandLine() {
         WorkloadMain.Options o = WorkloadMain.parse(new String[] {"--router", "http://127.0.0.1:1/", "--sessions", "5",
                 "--turns", "2", "--concurrency", "3", "--prompt-tokens", "10", "--output-tokens", "4", "--no-finish",
@@ -58,6 +88,7 @@ class WorkloadMainTest {
         assertEquals(false, o.finish());
         assertEquals(false, o.chat());
         assertTrue(o.json());
+        assertEquals(false, o.progress());
         assertThrows(IllegalArgumentException.class, () -> WorkloadMain.parse(new String[] {"--sessions", "2"}));
         assertThrows(IllegalArgumentException.class,
                 () -> WorkloadMain.parse(new String[] {"--router", "http://x", "--turns", "0"}));

@@ -6,7 +6,6 @@ import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
-import java.util.Locale;
 import java.util.concurrent.CountDownLatch;
 import java.util.logging.Level;
 import java.util.logging.Logger;
@@ -22,7 +21,6 @@ import org.vllmrouter.server.http.Json;
  * Logs go to stderr. See docs/architecture.md, 'The process bridge'.
  */
 public final class EngineRunner {
-    private static final String LOG_FORMAT_PROPERTY = "java.util.logging.SimpleFormatter.format";
     private static final Logger LOG = Logger.getLogger(EngineRunner.class.getName());
     private static final String CONFIG_ERROR = "config";
     private static final String STARTUP_ERROR = "startup";
@@ -31,10 +29,7 @@ public final class EngineRunner {
 
     /** Returns the process exit code. */
     public static int serve(InputStream configSource, boolean stdinIsLifeline) {
-        if (System.getProperty(LOG_FORMAT_PROPERTY) == null) {
-            // One line per record on stderr, unless the launcher chose a format.
-            System.setProperty(LOG_FORMAT_PROPERTY, "%1$tF %1$tT %4$s %3$s: %5$s%6$s%n");
-        }
+        EngineLogging.useOneLineFormat();
         PrintStream out = System.out;
         BufferedReader reader = new BufferedReader(new InputStreamReader(configSource, StandardCharsets.UTF_8));
         String json;
@@ -53,9 +48,9 @@ public final class EngineRunner {
         } catch (ConfigException e) {
             return fail(out, CONFIG_ERROR, e.getMessage(), 2);
         }
-        applyLogLevel(config.logLevel());
         RouterServer server;
         try {
+            EngineLogging.configure(config);
             server = RouterServer.start(config);
         } catch (ConfigException e) {
             return fail(out, CONFIG_ERROR, e.getMessage(), 2);
@@ -139,23 +134,6 @@ public final class EngineRunner {
                 Thread.currentThread().interrupt();
                 return;
             }
-        }
-    }
-
-    private static void applyLogLevel(String level) {
-        if (level == null) {
-            return;
-        }
-        Level jul = switch (level.toLowerCase(Locale.ROOT)) {
-            case "debug", "trace" -> Level.FINE;
-            case "warn", "warning" -> Level.WARNING;
-            case "error", "critical" -> Level.SEVERE;
-            default -> Level.INFO;
-        };
-        Logger root = Logger.getLogger("");
-        root.setLevel(jul);
-        for (var handler : root.getHandlers()) {
-            handler.setLevel(jul);
         }
     }
 }

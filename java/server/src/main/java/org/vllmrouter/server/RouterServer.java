@@ -30,7 +30,11 @@ import org.vllmrouter.core.config.StaticKvSources;
 import org.vllmrouter.core.policy.KvAwarePolicy;
 import org.vllmrouter.core.policy.LoadBalancingPolicy;
 import org.vllmrouter.core.policy.PolicyRegistry;
+import org.vllmrouter.core.policy.StickyLeastLoadedPolicy;
 import org.vllmrouter.core.session.SessionStats;
+import org.vllmrouter.core.session.SessionStore;
+import org.vllmrouter.core.session.SessionStoreException;
+import org.vllmrouter.core.session.SessionStores;
 import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRegistry;
 import org.vllmrouter.core.worker.WorkerRole;
@@ -38,6 +42,8 @@ import org.vllmrouter.discovery.DiscoveryStartException;
 import org.vllmrouter.discovery.WorkerDiscovery;
 import org.vllmrouter.kv.CacheIdentity;
 import org.vllmrouter.kv.KvSubscribers;
+import org.vllmrouter.server.http.BodyAggregator;
+import org.vllmrouter.server.http.ClientReadDeadline;
 import org.vllmrouter.server.http.FrontendHandler;
 import org.vllmrouter.server.http.InFlightRequests;
 import org.vllmrouter.server.http.RequestGuard;
@@ -48,9 +54,11 @@ import org.vllmrouter.server.metrics.RouterMetrics;
 import org.vllmrouter.server.proxy.Proxy;
 import org.vllmrouter.server.proxy.Transport;
 import org.vllmrouter.server.proxy.WorkerCalls;
+import org.vllmrouter.server.proxy.WorkerTls;
 import org.vllmrouter.server.route.AdmissionLimiter;
 import org.vllmrouter.server.route.RouteTable;
 import org.vllmrouter.server.route.SessionRoutes;
+import org.vllmrouter.server.worker.ControlClient;
 import org.vllmrouter.server.worker.HealthChecker;
 import org.vllmrouter.server.worker.StartupWait;
 import org.vllmrouter.server.worker.DiscoveredWorkerSink;
@@ -107,20 +115,30 @@ public final class RouterServer implements AutoCloseable {
         this.metricsListener = metricsListener;
     }
 
+    /** Starts a router; {@code https} workers are trusted as {@link WorkerTls#fromEnvironment()} says. */
     public static RouterServer start(RouterConfig config) throws ConfigException, RouterStartException {
-        return start(config, null);
+        return start(config, null, null, ClientReadDeadline.DEFAULT);
     }
 
-    /** {@code limiterClock} null = the event loop's clock; tests pass a frozen one to make the bucket deterministic. */
-    static RouterServer start(RouterConfig config, Ticker limiterClock) throws ConfigException, RouterStartException {
+    /**
+     * {@code limiterClock} null = the event loop's clock; tests pass a frozen one to make the bucket deterministic.
+     * {@code tls} null = {@link WorkerTls#fromEnvironment()}; tests pass one that trusts their own CA.
+     * {@code clientReadTimeout}: how long a client may take to send a request (tests shorten it).
+     */
+    static RouterServer start(RouterConfig config, Ticker limiterClock, WorkerTls tls,
+                              Duration clientReadTimeout)
+            throws ConfigException, RouterStartException {
         config.validate();
         Map<String, StaticKvSources.Source> staticKvSources = StaticKvSources.of(config);
+        WorkerTls workerTls = tls != null ? tls : WorkerTls.fromEnvironment();
+        ControlClient client = new ControlClient(workerTls);
+        SessionStore sessionStore = openSessionStore(config);
         EventLoopGroup group = Transport.newGroup(Math.max(1, Runtime.getRuntime().availableProcessors()), "vllm-router");
-        PolicyRegistry policies = new PolicyRegistry(config);
+        PolicyRegistry policies = new PolicyRegistry(config, sessionStore);
         WorkerRegistry workers = new WorkerRegistry();
-        RouterMetrics metrics = new RouterMetrics(workers::all, policies::sessionStats);
+        RouterMetrics metrics = new RouterMetrics(workers::all, policies::sessionStats, sessionStore::degraded);
         WorkerCalls calls = new WorkerCalls(metrics);
-        Proxy proxy = new Proxy(workers, calls, metrics, config.requestTimeoutSecs());
+        Proxy proxy = new Proxy(workers, calls, metrics, config.requestTimeoutSecs(), workerTls);
         HealthChecker healthChecker = null;
         WorkerDiscovery discovery = null;
         KvPlacement kv = null;
@@ -130,15 +148,15 @@ public final class RouterServer implements AutoCloseable {
             WorkerFactory factory = new WorkerFactory(config, metrics);
             List<Worker> initial = initialWorkers(config, factory);
             EventLoop control = group.next();
-            kv = kvPlacement(config, staticKvSources, policies, workers, control, metrics);
-            awaitStartupHealth(config, control, initial);
+            kv = kvPlacement(config, staticKvSources, policies, workers, client, control, metrics);
+            awaitStartupHealth(config, client, control, initial);
             initial.forEach(workers::add);
 
-            healthChecker = new HealthChecker(workers, control, config.healthCheckEndpoint(),
+            healthChecker = new HealthChecker(workers, client, control, config.healthCheckEndpoint(),
                     config.healthCheckIntervalSecs(), config.healthCheckTimeoutSecs());
             healthChecker.start();
             try {
-                discovery = WorkerDiscovery.start(config, new DiscoveredWorkerSink(config, workers, factory, control),
+                discovery = WorkerDiscovery.start(config, new DiscoveredWorkerSink(config, workers, factory, client, control),
                         metrics.registry());
             } catch (DiscoveryStartException e) {
                 throw new RouterStartException(e.getMessage(), e);
@@ -150,9 +168,10 @@ public final class RouterServer implements AutoCloseable {
                     config.rateLimitTokensPerSecond(), config.queueSize(), config.queueTimeoutSecs(), control,
                     limiterClock != null ? limiterClock : control.ticker());
             RouteTable routes = new RouteTable(config, workers, policies, factory, proxy, calls, metrics, limiter,
-                    kv);
+                    client, kv);
             InFlightRequests inFlight = new InFlightRequests();
-            listener = bind(group, config.host(), config.port(), routerInitializer(config, routes, inFlight, metrics),
+            listener = bind(group, config.host(), config.port(), routerInitializer(config, routes, inFlight, metrics,
+                    clientReadTimeout),
                     "router");
             Channel metricsListener = bind(group, config.effectivePrometheusHost(), config.effectivePrometheusPort(),
                     metricsInitializer(metrics), "Prometheus");
@@ -188,17 +207,26 @@ public final class RouterServer implements AutoCloseable {
      * otherwise, so routers without it open no subscriber sockets.
      */
     private static KvPlacement kvPlacement(RouterConfig config, Map<String, StaticKvSources.Source> sources,
-                                           PolicyRegistry policies, WorkerRegistry workers, EventLoop control,
-                                           RouterMetrics metrics) {
+                                           PolicyRegistry policies, WorkerRegistry workers, ControlClient client,
+                                           EventLoop control, RouterMetrics metrics) {
         for (LoadBalancingPolicy p : policies.all()) {
             if (p instanceof KvAwarePolicy kvAware) {
                 CacheIdentity identity = sources.isEmpty() ? null
                         : new CacheIdentity(config.kvEventModel(), config.kvEventBlockSize());
-                return new KvPlacement(workers, control, kvAware.settings(), sources, identity, metrics.registry(),
+                return new KvPlacement(workers, client, control, kvAware.settings(), sources, identity, metrics.registry(),
                         KvSubscribers.Settings.DEFAULTS);
             }
         }
         return null;
+    }
+
+    private static SessionStore openSessionStore(RouterConfig config) throws RouterStartException {
+        try {
+            return SessionStores.open(config.sessionStore(), StickyLeastLoadedPolicy.configuredTtl(),
+                    config.maxSessions());
+        } catch (SessionStoreException e) {
+            throw new RouterStartException(e.getMessage(), e);
+        }
     }
 
     private static List<Worker> initialWorkers(RouterConfig config, WorkerFactory factory) {
@@ -219,42 +247,45 @@ public final class RouterServer implements AutoCloseable {
     }
 
     /** Upstream waits until at least one configured worker answers its health check before serving. */
-    private static void awaitStartupHealth(RouterConfig config, EventLoop loop, List<Worker> initial)
-            throws RouterStartException {
+    private static void awaitStartupHealth(RouterConfig config, ControlClient client, EventLoop loop,
+                                           List<Worker> initial) throws RouterStartException {
         if (initial.isEmpty()) {
             return;
         }
         List<String> bases = initial.stream().map(Worker::baseUrl).distinct().toList();
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(config.workerStartupTimeoutSecs());
-        boolean healthy = StartupWait.untilHealthy(loop, bases, config.healthCheckEndpoint(),
+        StartupWait.Outcome outcome = StartupWait.untilHealthy(client, loop, bases, config.healthCheckEndpoint(),
                 Math.max(1, config.workerStartupCheckInterval()), deadline).join();
-        if (!healthy) {
+        if (!outcome.healthy()) {
             StringBuilder hosts = new StringBuilder("[");
             for (int i = 0; i < bases.size(); i++) {
                 hosts.append(i == 0 ? "\"" : ", \"").append(bases.get(i)).append('"');
             }
             throw new RouterStartException("Timeout " + config.workerStartupTimeoutSecs() + "s waiting for hosts "
                     + hosts.append(']') + " to become healthy. Please set --router-worker-startup-timeout-secs "
-                    + "(vllm_router.launch_server) or --worker-startup-timeout-secs (vllm_worker.router) to a larger value",
-                    null);
+                    + "(vllm_router.launch_server) or --worker-startup-timeout-secs (vllm_worker.router) to a larger value"
+                    + ". Last health check: " + outcome.lastFailures(), null);
         }
     }
 
     private static ChannelInitializer<Channel> routerInitializer(RouterConfig config, RouteTable routes,
-                                                                InFlightRequests inFlight, RouterMetrics metrics) {
+                                                                InFlightRequests inFlight, RouterMetrics metrics,
+                                                                Duration clientReadTimeout) {
         CorsConfig cors = corsConfig(config.corsAllowedOrigins());
         int maxBody = (int) Math.min(Integer.MAX_VALUE, config.maxPayloadSize());
         return new ChannelInitializer<>() {
             @Override
             protected void initChannel(Channel ch) {
                 ChannelPipeline p = ch.pipeline();
+                ClientReadDeadline readDeadline = new ClientReadDeadline(clientReadTimeout);
+                p.addLast(readDeadline);
                 p.addLast(new IdleStateHandler(CLIENT_IDLE_SECS, 0, 0, TimeUnit.SECONDS));
                 p.addLast(new HttpServerCodec(MAX_INITIAL_LINE, MAX_HEADER_SIZE, 8192));
                 p.addLast(new RequestIdHandler(config.requestIdHeaders()));
                 p.addLast(new RequestGuard());
                 p.addLast(new CorsHandler(cors));
-                p.addLast(new HttpObjectAggregator(maxBody));
-                p.addLast(new FrontendHandler(routes, inFlight, metrics));
+                p.addLast(new BodyAggregator(maxBody));
+                p.addLast(new FrontendHandler(routes, inFlight, metrics, readDeadline::requestRead));
             }
         };
     }

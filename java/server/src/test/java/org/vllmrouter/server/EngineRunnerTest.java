@@ -15,6 +15,7 @@ import java.io.OutputStream;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
@@ -24,6 +25,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
 import org.vllmrouter.mock.MockConfig;
 import org.vllmrouter.mock.MockWorkers;
 
@@ -46,11 +48,15 @@ class EngineRunnerTest {
     }
 
     private static Process spawn() throws Exception {
+        return spawn(ProcessBuilder.Redirect.DISCARD);
+    }
+
+    private static Process spawn(ProcessBuilder.Redirect stderr) throws Exception {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         ProcessBuilder pb = new ProcessBuilder(java, "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp",
                 System.getProperty("java.class.path"),
                 EngineMain.class.getName());
-        pb.redirectError(ProcessBuilder.Redirect.DISCARD);
+        pb.redirectError(stderr);
         return pb.start();
     }
 
@@ -155,6 +161,75 @@ class EngineRunnerTest {
             assertTrue(bindError.get("message").asText().contains(Integer.toString(taken.getLocalPort())));
             assertNotEquals(0, clash);
         }
+    }
+
+    @Test
+    void logsAlsoGoToAFileInTheLogDirectoryInTheStderrFormat(@TempDir Path dir) throws Exception {
+        Path logDir = dir.resolve("not/there/yet");
+        Path stderr = dir.resolve("stderr.txt");
+        Map<String, Object> cfg = Fixture.base(mock.urls());
+        cfg.put("log_dir", logDir.toString());
+        Process p = spawn(ProcessBuilder.Redirect.to(stderr.toFile()));
+        try {
+            send(p, TestHttp.JSON.writeValueAsString(cfg));
+            JsonNode ready = firstLine(p);
+            assertEquals("ready", ready.get("event").asText(), ready.toString());
+            p.destroy();
+            assertTrue(p.waitFor(30, TimeUnit.SECONDS));
+            assertEquals(0, p.exitValue());
+        } finally {
+            p.destroyForcibly();
+        }
+        List<String> logged = Files.readAllLines(logDir.resolve("vllm-router.0.log"));
+        List<String> console = Files.readAllLines(stderr);
+        assertTrue(logged.stream().anyMatch(l -> l.matches(
+                "\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d INFO org\\.vllmrouter\\.server\\.RouterServer: Router ready .*")),
+                logged.toString());
+        assertTrue(console.containsAll(logged), "the file holds the lines stderr shows:\n" + logged + "\n" + console);
+    }
+
+    @Test
+    void logLevelWarningKeepsWarningsAndLeavesTheInfoLinesOut(@TempDir Path dir) throws Exception {
+        Path stderr = dir.resolve("stderr.txt");
+        Map<String, Object> cfg = Fixture.base(mock.urls());
+        cfg.put("log_level", "warning");
+        cfg.put("log_dir", dir.resolve("logs").toString());
+        // Outside PD mode the ZMQ discovery address is ignored with a warning at start-up.
+        cfg.put("vllm_discovery_address", "127.0.0.1:1");
+        Process p = spawn(ProcessBuilder.Redirect.to(stderr.toFile()));
+        try {
+            send(p, TestHttp.JSON.writeValueAsString(cfg));
+            assertEquals("ready", firstLine(p).get("event").asText());
+        } finally {
+            p.destroy();
+            p.waitFor(30, TimeUnit.SECONDS);
+            p.destroyForcibly();
+        }
+        List<String> logged = Files.readAllLines(dir.resolve("logs").resolve("vllm-router.0.log"));
+        assertTrue(logged.stream().anyMatch(l -> l.contains(" WARNING ") && l.contains("--vllm-discovery-address")),
+                logged.toString());
+        assertTrue(logged.stream().noneMatch(l -> l.contains(" INFO ")), logged.toString());
+        assertTrue(Files.readAllLines(stderr).stream().noneMatch(l -> l.contains(" INFO ")));
+    }
+
+    @Test
+    void aLogDirectoryThatCannotBeWrittenIsAOneLineStartUpError(@TempDir Path dir) throws Exception {
+        Path notADirectory = Files.writeString(dir.resolve("a-file"), "");
+        Map<String, Object> cfg = Fixture.base(mock.urls());
+        cfg.put("log_dir", notADirectory.resolve("logs").toString());
+        CapturedStdout stdout = new CapturedStdout();
+        int exit;
+        try {
+            exit = EngineRunner.serve(stream(TestHttp.JSON.writeValueAsString(cfg)), false);
+        } finally {
+            stdout.restore();
+        }
+        assertNotEquals(0, exit);
+        assertEquals(1, stdout.text().lines().count(), stdout.text());
+        JsonNode error = TestHttp.JSON.readTree(stdout.text());
+        assertEquals("startup", error.get("kind").asText(), error.toString());
+        assertEquals("Cannot write logs to --log-dir " + notADirectory.resolve("logs")
+                + ": Not a directory", error.get("message").asText());
     }
 
     private static java.io.InputStream stream(String text) {

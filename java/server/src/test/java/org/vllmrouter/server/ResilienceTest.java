@@ -256,6 +256,16 @@ class ResilienceTest {
                 e.getMessage());
     }
 
+    @Test
+    void sharedSessionStoreWithoutItsModuleIsAOneLineStartError() throws Exception {
+        Map<String, Object> cfg = Fixture.base(List.of());
+        cfg.put("session_store", "redis://user:hunter2@127.0.0.1:1/0");
+        RouterStartException e = org.junit.jupiter.api.Assertions.assertThrows(RouterStartException.class,
+                () -> Fixture.start(cfg));
+        assertEquals("Session store redis://***@127.0.0.1:1/0: no implementation of redis:// on the class path "
+                + "(it comes with the router-redis module)", e.getMessage());
+    }
+
     /** Sends one request with a session id that the hanging worker never answers; the caller closes the socket. */
     private static Socket holdOneRequest(RouterServer router) throws Exception {
         Socket socket = new Socket("127.0.0.1", router.port());

@@ -1,6 +1,7 @@
 package org.vllmrouter.server;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -162,6 +163,8 @@ class RoutingTest {
         assertEquals(6, sessions.get("active_sessions").asInt());
         sessions.get("active_by_worker").forEach(count -> assertEquals(2, count.asInt()));
         assertEquals(TestHttp.get(base + "/sessions").body(), router.sessionsJson(), "in-process callers get /sessions' answer");
+        assertEquals("memory", sessions.get("session_store").asText());
+        assertFalse(sessions.get("degraded").asBoolean());
         assertEquals(200, TestHttp.post(base + "/v1/chat/completions", TestHttp.chat("m", "no session")).statusCode());
         assertEquals(6, router.sessionStats().activeSessions());
         for (int s = 0; s < 6; s++) {
@@ -338,11 +341,25 @@ class RoutingTest {
                 "vllm_router_policy_decisions_total{policy=\"sticky_least_loaded\"", "vllm_router_worker_health",
                 "vllm_router_cb_state", "vllm_router_active_workers 3", "vllm_router_sticky_sessions_started_total",
                 "vllm_router_sticky_sessions_released_total", "vllm_router_sticky_sessions_rebound_total",
-                "vllm_router_sticky_sessions_expired_total",
+                "vllm_router_sticky_sessions_expired_total", "vllm_router_session_store_degraded 0",
+                "vllm_router_sticky_sessions_evicted_total",
                 "vllm_router_http_requests_total{method=\"POST\",route=\"/v1/completions\",status_class=\"2xx\",status_code=\"200\"}")) {
             assertTrue(scrape.body().contains(name), name + " missing:\n" + scrape.body());
         }
         assertEquals(404, TestHttp.get("http://127.0.0.1:" + router.metricsPort() + "/other").statusCode());
+    }
+
+    @Test
+    void methodsTheClientMakesUpShareOneMetricLabel() throws Exception {
+        for (int i = 0; i < 20; i++) {
+            String raw = TestHttp.raw(router.port(), "MADEUP" + i + " /nowhere HTTP/1.1\r\nHost: x\r\n"
+                    + "Connection: close\r\n\r\n");
+            assertEquals(405, TestHttp.status(raw), raw);
+        }
+        String scrape = TestHttp.get("http://127.0.0.1:" + router.metricsPort() + "/metrics").body();
+        assertTrue(scrape.contains("vllm_router_http_requests_total{method=\"OTHER\",route=\"unmatched\","
+                + "status_class=\"4xx\",status_code=\"405\"} 20.0"), scrape);
+        assertTrue(!scrape.contains("MADEUP"), scrape);
     }
 
     @Test

@@ -1,11 +1,13 @@
 package org.vllmrouter.core.config;
 
+import com.fasterxml.jackson.core.io.JsonStringEncoder;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.stream.Collectors;
+import org.vllmrouter.core.session.SessionStoreUrl;
 
 /**
  * Upstream's configuration validation (ConfigValidator), applied to the RouterArgs-shaped config in the
@@ -30,6 +32,10 @@ final class ConfigValidator {
                     + KV_CONNECTORS.stream().map(k -> "'" + k + "'").collect(Collectors.joining(" or ")));
         }
         validateRanges(c);
+        String storeProblem = SessionStoreUrl.problem(c.sessionStore());
+        if (storeProblem != null) {
+            throw invalid("session_store", SessionStoreUrl.redact(c.sessionStore()), storeProblem);
+        }
 
         // Upstream validates an inference-gateway configuration as regular mode, whatever the PD flags say.
         PdMode mode = c.enableIgw() ? PdMode.NONE : c.pdMode();
@@ -54,6 +60,7 @@ final class ConfigValidator {
         validateCompatibility(c, mode, discovery, regularUrls, prefillUrls);
         validateRetry(c);
         validateCircuitBreaker(c);
+        validateSessions(c);
         rejectUnsupported(c);
     }
 
@@ -285,6 +292,61 @@ final class ConfigValidator {
         if (c.cbWindowDurationSecs() == 0) {
             throw invalid("circuit_breaker.window_duration_secs", 0, "Must be > 0");
         }
+    }
+
+    /** Ours: where sticky session ids come from, and how many a policy keeps. */
+    private static void validateSessions(RouterConfig c) throws ConfigException {
+        for (String name : c.sessionIdHeaders()) {
+            if (!isHeaderName(name)) {
+                throw invalid("session_id_headers", quoted(name),
+                        "Must be an HTTP header name (letters, digits and !#$%&'*+-.^_`|~)");
+            }
+        }
+        for (String path : c.sessionIdBodyFields()) {
+            if (!isBodyFieldPath(path)) {
+                throw invalid("session_id_body_fields", quoted(path),
+                        "Must be a top-level field name or parent.child (one level down)");
+            }
+        }
+        if (c.maxSessions() < 1) {
+            throw invalid("max_sessions", c.maxSessions(), "Must be > 0");
+        }
+    }
+
+    /** An RFC 9110 token: what a header field name may be. */
+    private static boolean isHeaderName(String name) {
+        if (name == null || name.isEmpty()) {
+            return false;
+        }
+        for (int i = 0; i < name.length(); i++) {
+            char ch = name.charAt(i);
+            boolean alnum = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+            if (!alnum && "!#$%&'*+-.^_`|~".indexOf(ch) < 0) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static boolean isBodyFieldPath(String path) {
+        if (path == null) {
+            return false;
+        }
+        String[] parts = path.split("\\.", -1);
+        if (parts.length > 2) {
+            return false;
+        }
+        for (String part : parts) {
+            if (part.isEmpty()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** The value in quotes, control characters escaped so that the message stays one line. */
+    private static String quoted(String value) {
+        return value == null ? "null" : "'" + new String(JsonStringEncoder.getInstance().quoteAsString(value)) + "'";
     }
 
     /** Upstream's URL rules: non-empty, http/https/grpc scheme, parseable, with a host. */

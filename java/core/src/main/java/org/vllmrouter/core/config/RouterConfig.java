@@ -104,7 +104,11 @@ public record RouterConfig(
         String wasmMiddlewareSha256,
         @JsonSetter(nulls = Nulls.AS_EMPTY) List<String> wasmMiddlewareRoutes,
         @JsonSetter(nulls = Nulls.AS_EMPTY) List<String> apiKeyValidationUrls,
-        String adminApiKey) {
+        String adminApiKey,
+        @JsonSetter(nulls = Nulls.FAIL) String sessionStore,
+        @JsonSetter(nulls = Nulls.FAIL) List<String> sessionIdHeaders,
+        @JsonSetter(nulls = Nulls.FAIL) List<String> sessionIdBodyFields,
+        int maxSessions) {
 
     /** Prometheus port used when {@code prometheus_port} is null: the flag's default (upstream always starts it). */
     public static final int DEFAULT_PROMETHEUS_PORT =
@@ -128,6 +132,8 @@ public record RouterConfig(
         pdKvEvents = unmodifiable(pdKvEvents);
         wasmMiddlewareRoutes = unmodifiable(wasmMiddlewareRoutes);
         apiKeyValidationUrls = unmodifiable(apiKeyValidationUrls);
+        sessionIdHeaders = unmodifiable(sessionIdHeaders);
+        sessionIdBodyFields = unmodifiable(sessionIdBodyFields);
         selector = unmodifiable(selector);
         prefillSelector = unmodifiable(prefillSelector);
         decodeSelector = unmodifiable(decodeSelector);
@@ -180,9 +186,13 @@ public record RouterConfig(
         }
     }
 
-    /** Checks the configuration as upstream's validator does (and the policy names). */
+    /**
+     * Checks the configuration as upstream's validator does (and the policy names), then refuses what asks for a
+     * feature this router does not build.
+     */
     public void validate() throws ConfigException {
         ConfigValidator.validate(this);
+        UnsupportedFeatures.check(this);
     }
 
     /** The prefill/decode disaggregation flavour; {@code vllm_pd_disaggregation} wins when both are set. */

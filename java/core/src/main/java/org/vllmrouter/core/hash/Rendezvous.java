@@ -1,6 +1,8 @@
 package org.vllmrouter.core.hash;
 
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import org.vllmrouter.core.worker.Worker;
 
@@ -11,6 +13,34 @@ public final class Rendezvous {
 
     public static long weight(String key, String url) {
         return FbiHash.hash(key + ":" + url);
+    }
+
+    /**
+     * The candidates from the highest weight to the lowest, the earlier candidate first on equal weights: the
+     * order in which {@link #highest(List, String, boolean) highest(candidates, key, false)} prefers them, for a
+     * choice made elsewhere (a shared session store picks the first of the least loaded).
+     */
+    public static List<Worker> ranked(List<Worker> candidates, String key) {
+        if (candidates.size() == 1) {
+            return candidates;
+        }
+        byte[] prefix = (key + ":").getBytes(StandardCharsets.UTF_8);
+        byte[][] urls = new byte[candidates.size()][];
+        for (int i = 0; i < urls.length; i++) {
+            urls[i] = candidates.get(i).url().getBytes(StandardCharsets.UTF_8);
+        }
+        long[] weights = FbiHash.hashWithSuffixes(prefix, urls);
+        List<Integer> order = new ArrayList<>(urls.length);
+        for (int i = 0; i < urls.length; i++) {
+            order.add(i);
+        }
+        // List.sort is stable, so equal weights keep candidate order.
+        order.sort(Comparator.comparing((Integer i) -> weights[i], Long::compareUnsigned).reversed());
+        List<Worker> out = new ArrayList<>(urls.length);
+        for (int i : order) {
+            out.add(candidates.get(i));
+        }
+        return out;
     }
 
     /**

@@ -66,8 +66,8 @@ public final class CacheAwarePolicy implements LoadBalancingPolicy {
             return null;
         }
         String text = request.text();
-        ApproximateRadixTree tree = treesByModel.computeIfAbsent(
-                request.model() == null ? "" : request.model(), m -> new ApproximateRadixTree());
+        ApproximateRadixTree tree = treesByModel.computeIfAbsent(treeKey(request.model(), candidates),
+                m -> new ApproximateRadixTree());
         Worker leastLoaded = candidates.get(0);
         int min = Integer.MAX_VALUE;
         int max = Integer.MIN_VALUE;
@@ -85,6 +85,22 @@ public final class CacheAwarePolicy implements LoadBalancingPolicy {
             tree.insert(text, chosen.url());
             return chosen;
         }
+    }
+
+    /**
+     * The tree of a request: its model's when a candidate serves that model, else the shared one. Models come
+     * from the client, so a tree per name it sends would grow without bound; the served models are the
+     * operator's.
+     */
+    private static String treeKey(String model, List<Worker> candidates) {
+        if (model != null) {
+            for (Worker w : candidates) {
+                if (w.modelId().equals(model)) {
+                    return model;
+                }
+            }
+        }
+        return "";
     }
 
     private Worker byCache(ApproximateRadixTree tree, List<Worker> candidates, String text) {

@@ -1,6 +1,7 @@
 package org.vllmrouter.core.policy;
 
 import java.util.List;
+import java.util.Map;
 import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.worker.Worker;
 
@@ -40,6 +41,14 @@ public interface LoadBalancingPolicy {
     /** The policy's sticky-session counters; empty for policies that keep no sessions. */
     default SessionStats sessionStats() {
         return SessionStats.EMPTY;
+    }
+
+    /**
+     * Per worker URL, the share of prompt tokens the worker found in its KV cache for the requests this policy
+     * routed there (0 to 1), for the status page; empty when the policy does not observe the workers' caches.
+     */
+    default Map<String, Double> kvCacheHitRates() {
+        return Map.of();
     }
 
     /** Stops the policy's background work, if it has any. */

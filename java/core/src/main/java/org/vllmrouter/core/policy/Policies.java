@@ -2,34 +2,44 @@ package org.vllmrouter.core.policy;
 
 import java.util.Map;
 import java.util.Set;
-import java.util.function.Function;
+import java.util.function.BiFunction;
+import java.util.function.Supplier;
 import org.vllmrouter.core.config.PolicyNames;
 import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.session.SessionTable;
+import org.vllmrouter.core.session.SessionStores;
 
 /** Builds a fresh policy instance by name. */
 public final class Policies {
     /** Each policy name of the config contract and how to build its implementation; a test keeps the two in step. */
-    private static final Map<String, Function<RouterConfig, LoadBalancingPolicy>> IMPLEMENTATIONS = Map.of(
-            PolicyNames.RANDOM, cfg -> new RandomPolicy(),
-            PolicyNames.ROUND_ROBIN, cfg -> new RoundRobinPolicy(),
-            PolicyNames.CACHE_AWARE, cfg -> new CacheAwarePolicy(CacheAwarePolicy.Settings.from(cfg)),
-            PolicyNames.KV_AWARE, cfg -> new KvAwarePolicy(KvAwarePolicy.Settings.from(cfg)),
-            PolicyNames.POWER_OF_TWO, cfg -> new PowerOfTwoPolicy(),
-            PolicyNames.CONSISTENT_HASH, cfg -> new ConsistentHashPolicy(),
-            PolicyNames.STICKY_LEAST_LOADED, cfg -> new StickyLeastLoadedPolicy(),
-            PolicyNames.RENDEZVOUS_HASH, cfg -> new RendezvousHashPolicy());
+    private static final Map<String, BiFunction<RouterConfig, Supplier<SessionTable>, LoadBalancingPolicy>>
+            IMPLEMENTATIONS = Map.of(
+            PolicyNames.RANDOM, (cfg, sessions) -> new RandomPolicy(),
+            PolicyNames.ROUND_ROBIN, (cfg, sessions) -> new RoundRobinPolicy(),
+            PolicyNames.CACHE_AWARE, (cfg, sessions) -> new CacheAwarePolicy(CacheAwarePolicy.Settings.from(cfg)),
+            PolicyNames.KV_AWARE, (cfg, sessions) -> new KvAwarePolicy(KvAwarePolicy.Settings.from(cfg)),
+            PolicyNames.POWER_OF_TWO, (cfg, sessions) -> new PowerOfTwoPolicy(),
+            PolicyNames.CONSISTENT_HASH, (cfg, sessions) -> new ConsistentHashPolicy(),
+            PolicyNames.STICKY_LEAST_LOADED, (cfg, sessions) -> new StickyLeastLoadedPolicy(sessions.get()),
+            PolicyNames.RENDEZVOUS_HASH, (cfg, sessions) -> new RendezvousHashPolicy());
 
     private Policies() {
     }
 
-    /** A new instance of policy {@code name} configured from {@code cfg}; unknown names are rejected. */
+    /** A new instance of policy {@code name} configured from {@code cfg}, sessions in memory; unknown names are rejected. */
     public static LoadBalancingPolicy create(String name, RouterConfig cfg) {
-        Function<RouterConfig, LoadBalancingPolicy> implementation = IMPLEMENTATIONS.get(name);
+        return create(name, cfg,
+                () -> SessionStores.memory(StickyLeastLoadedPolicy.configuredTtl(), cfg.maxSessions()).table(""));
+    }
+
+    /** As {@link #create(String, RouterConfig)}, a session-keeping policy taking its table from {@code sessions}. */
+    public static LoadBalancingPolicy create(String name, RouterConfig cfg, Supplier<SessionTable> sessions) {
+        BiFunction<RouterConfig, Supplier<SessionTable>, LoadBalancingPolicy> implementation = IMPLEMENTATIONS.get(name);
         if (implementation == null) {
             throw new IllegalArgumentException("Unknown policy '" + name + "'; expected one of "
                     + String.join(", ", PolicyNames.ALL));
         }
-        return implementation.apply(cfg);
+        return implementation.apply(cfg, sessions);
     }
 
     /** The names that have an implementation. */

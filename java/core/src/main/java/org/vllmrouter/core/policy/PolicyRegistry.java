@@ -1,29 +1,43 @@
 package org.vllmrouter.core.policy;
 
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.vllmrouter.core.config.RouterConfig;
 import org.vllmrouter.core.session.SessionStats;
+import org.vllmrouter.core.session.SessionStore;
+import org.vllmrouter.core.session.SessionStores;
 
 /**
  * The policy instances of one router: the default policy, optional per-model policies, and separate
  * prefill and decode instances (each a new instance even when both inherit {@code policy}, so stateful
- * policies keep independent state per role).
+ * policies keep independent state per role). Sticky instances take their tables from one {@link SessionStore},
+ * each under its own scope ({@code default}, {@code prefill}, {@code decode}, {@code model:<name>}), which the
+ * registry owns and closes.
  */
 public final class PolicyRegistry implements AutoCloseable {
     private final RouterConfig config;
+    private final SessionStore sessionStore;
     private final LoadBalancingPolicy defaultPolicy;
     private final LoadBalancingPolicy prefillPolicy;
     private final LoadBalancingPolicy decodePolicy;
     private final Map<String, LoadBalancingPolicy> byModel = new ConcurrentHashMap<>();
 
+    /** Sessions in this process's memory. */
     public PolicyRegistry(RouterConfig cfg) {
+        this(cfg, SessionStores.memory(StickyLeastLoadedPolicy.configuredTtl(), cfg.maxSessions()));
+    }
+
+    public PolicyRegistry(RouterConfig cfg, SessionStore sessionStore) {
         this.config = cfg;
-        this.defaultPolicy = Policies.create(cfg.policy(), cfg);
-        this.prefillPolicy = Policies.create(cfg.prefillPolicy() != null ? cfg.prefillPolicy() : cfg.policy(), cfg);
-        this.decodePolicy = Policies.create(cfg.decodePolicy() != null ? cfg.decodePolicy() : cfg.policy(), cfg);
+        this.sessionStore = sessionStore;
+        this.defaultPolicy = Policies.create(cfg.policy(), cfg, () -> sessionStore.table("default"));
+        this.prefillPolicy = Policies.create(cfg.prefillPolicy() != null ? cfg.prefillPolicy() : cfg.policy(), cfg,
+                () -> sessionStore.table("prefill"));
+        this.decodePolicy = Policies.create(cfg.decodePolicy() != null ? cfg.decodePolicy() : cfg.policy(), cfg,
+                () -> sessionStore.table("decode"));
     }
 
     /** The model's own policy if one was set, else the default policy. */
@@ -54,10 +68,14 @@ public final class PolicyRegistry implements AutoCloseable {
      * first worker of a model decides). Returns the model's policy.
      */
     public LoadBalancingPolicy setModelPolicy(String model, String policyName) {
-        return byModel.computeIfAbsent(model, m -> Policies.create(policyName, config));
+        return byModel.computeIfAbsent(model, m -> Policies.create(policyName, config,
+                () -> sessionStore.table("model:" + m)));
     }
 
-    /** Drops the model's own policy (upstream: when its last worker goes); its sessions go with it. */
+    /**
+     * Drops the model's own policy (upstream: when its last worker goes); in memory its sessions go with it, in a
+     * shared store they stay for the other replicas and for this model's next policy.
+     */
     public void removeModelPolicy(String model) {
         LoadBalancingPolicy removed = byModel.remove(model);
         if (removed != null) {
@@ -81,6 +99,18 @@ public final class PolicyRegistry implements AutoCloseable {
         return total;
     }
 
+    /**
+     * KV-cache hit rates per worker URL from the instances that report them, in {@link #all()} order: a worker two
+     * instances route to shows the first one's rate. Empty when no instance reports any.
+     */
+    public Map<String, Double> kvCacheHitRates() {
+        Map<String, Double> rates = new HashMap<>();
+        for (LoadBalancingPolicy p : all()) {
+            p.kvCacheHitRates().forEach(rates::putIfAbsent);
+        }
+        return rates;
+    }
+
     /** Drops up to {@code maxPerPolicy} expired sessions from each instance; returns the total. */
     public int expireIdleSessions(int maxPerPolicy) {
         int n = 0;
@@ -88,6 +118,10 @@ public final class PolicyRegistry implements AutoCloseable {
             n += p.expireIdle(maxPerPolicy);
         }
         return n;
+    }
+
+    public SessionStore sessionStore() {
+        return sessionStore;
     }
 
     /** Every instance: default, per-model, prefill, decode. */
@@ -100,11 +134,12 @@ public final class PolicyRegistry implements AutoCloseable {
         return all;
     }
 
-    /** Stops the background work (such as cache eviction) of every instance. */
+    /** Stops background work (cache eviction) of every instance, then closes the session store. */
     @Override
     public void close() {
         for (LoadBalancingPolicy p : all()) {
             p.close();
         }
+        sessionStore.close();
     }
 }

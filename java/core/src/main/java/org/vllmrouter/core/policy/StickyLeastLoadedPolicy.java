@@ -30,7 +30,7 @@ public final class StickyLeastLoadedPolicy implements LoadBalancingPolicy {
 
     /** TTL from {@value #TTL_ENV} (default {@value #DEFAULT_TTL_SECONDS} s), system clock. */
     public StickyLeastLoadedPolicy() {
-        this(Duration.ofSeconds(ttlSeconds(System.getenv(TTL_ENV))), System::nanoTime);
+        this(configuredTtl(), System::nanoTime);
     }
 
     public StickyLeastLoadedPolicy(Duration ttl, LongSupplier nanoClock) {
@@ -39,6 +39,11 @@ public final class StickyLeastLoadedPolicy implements LoadBalancingPolicy {
 
     public StickyLeastLoadedPolicy(SessionTable sessions) {
         this.sessions = sessions;
+    }
+
+    /** The session TTL this process is configured with: {@value #TTL_ENV}, else the default. */
+    public static Duration configuredTtl() {
+        return Duration.ofSeconds(ttlSeconds(System.getenv(TTL_ENV)));
     }
 
     /**

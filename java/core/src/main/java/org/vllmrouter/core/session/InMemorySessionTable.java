@@ -23,6 +23,13 @@ import org.vllmrouter.core.worker.Worker;
  * expires at most G late, as upstream's 60 s sweep). It never walks idle sessions, so {@link #route}
  * drains a few expired ones per call. Whether a revisited session has expired is always decided on
  * its exact last use.
+ *
+ * <p>The table holds at most {@code maxSessions} bindings, whatever ids clients send. When it is full, a new
+ * binding evicts the least recently used one: the head of the list, except that a head used again since it
+ * was queued, within the last G, is given a second chance (moved to the end) instead, a bounded number of times per eviction, so a
+ * session in active use survives a flood of one-off ids that turns the table over faster than G. (Such a
+ * session may then expire up to 2G late.) An evicted session is released like a finished one (its
+ * worker's count drops); if it comes back it starts anew.
  */
 public final class InMemorySessionTable implements SessionTable {
     /** Expired sessions dropped per {@link #route} call: more than one, so a backlog shrinks under load. */
@@ -31,8 +38,15 @@ public final class InMemorySessionTable implements SessionTable {
     /** Upstream sweeps once a minute; expired sessions are never dropped later than this. */
     static final Duration MAX_REQUEUE_GRANULARITY = Duration.ofSeconds(60);
 
+    /** Bindings kept when no bound is given: about a few hundred MB of heap at most. */
+    public static final int DEFAULT_MAX_SESSIONS = 1_000_000;
+
+    /** Heads requeued per eviction at most before the head is evicted whatever its last use. */
+    static final int MAX_SECOND_CHANCES = 8;
+
     private final long ttlNanos;
     private final long requeueGranularityNanos;
+    private final int maxSessions;
     private final LongSupplier nanoClock;
     private final ReentrantLock lock = new ReentrantLock();
 
@@ -47,6 +61,7 @@ public final class InMemorySessionTable implements SessionTable {
     private long started;
     private long released;
     private long expired;
+    private long evicted;
     private long rebound;
 
     private static final class Binding {
@@ -74,18 +89,27 @@ public final class InMemorySessionTable implements SessionTable {
         }
     }
 
+    /** At most {@value #DEFAULT_MAX_SESSIONS} sessions. */
     public InMemorySessionTable(Duration ttl, LongSupplier nanoClock) {
-        this(ttl, nanoClock, min(ttl.dividedBy(16), MAX_REQUEUE_GRANULARITY));
+        this(ttl, DEFAULT_MAX_SESSIONS, nanoClock);
+    }
+
+    public InMemorySessionTable(Duration ttl, int maxSessions, LongSupplier nanoClock) {
+        this(ttl, maxSessions, nanoClock, min(ttl.dividedBy(16), MAX_REQUEUE_GRANULARITY));
     }
 
     /** With an explicit requeue granularity G (0: exact least-recently-used order, expiry never late). */
-    InMemorySessionTable(Duration ttl, LongSupplier nanoClock, Duration requeueGranularity) {
+    InMemorySessionTable(Duration ttl, int maxSessions, LongSupplier nanoClock, Duration requeueGranularity) {
         if (ttl.isNegative() || requeueGranularity.isNegative()) {
             throw new IllegalArgumentException("session TTL and requeue granularity must be >= 0, got "
                     + ttl + " and " + requeueGranularity);
         }
+        if (maxSessions < 1) {
+            throw new IllegalArgumentException("max sessions must be > 0, got " + maxSessions);
+        }
         this.ttlNanos = saturatedNanos(ttl);
         this.requeueGranularityNanos = saturatedNanos(requeueGranularity);
+        this.maxSessions = maxSessions;
         this.nanoClock = nanoClock;
     }
 
@@ -126,6 +150,11 @@ public final class InMemorySessionTable implements SessionTable {
                 outcome = Outcome.REBOUND;
                 rebound++;
             } else {
+                if (active >= maxSessions) {
+                    evictLocked(now);
+                    // The evicted binding may have been this id's in another pool.
+                    first = byId.get(sessionId);
+                }
                 b = new Binding(sessionId, pool);
                 if (first == null) {
                     byId.put(sessionId, b);
@@ -207,7 +236,7 @@ public final class InMemorySessionTable implements SessionTable {
         try {
             Map<String, Integer> perWorker = new HashMap<>();
             byWorker.forEach((url, ws) -> perWorker.put(url, ws.count));
-            return new SessionStats(perWorker, active, started, released, expired, rebound);
+            return new SessionStats(perWorker, active, started, released, expired, evicted, rebound);
         } finally {
             lock.unlock();
         }
@@ -227,6 +256,24 @@ public final class InMemorySessionTable implements SessionTable {
         active -= n;
         expired += n;
         return n;
+    }
+
+    /** Makes room for one binding: drops the least recently used one (see the class comment). */
+    private void evictLocked(long now) {
+        for (int chances = 0; chances < MAX_SECOND_CHANCES && oldest != newest && usedSinceQueued(oldest)
+                && now - oldest.lastUsedNanos < requeueGranularityNanos; chances++) {
+            requeue(oldest, now);
+        }
+        Binding b = oldest;
+        unbindWorker(b);
+        unlink(b);
+        removeFromIndex(b);
+        active--;
+        evicted++;
+    }
+
+    private static boolean usedSinceQueued(Binding b) {
+        return b.lastUsedNanos > b.queuedNanos;
     }
 
     /** Fewest sessions wins; ties go to the highest rendezvous weight for the session id. */

@@ -4,35 +4,81 @@ import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import java.io.IOException;
+import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
+import java.util.Map;
 
 /**
  * Finds a request's session id (upstream's {@code extract_session_id}, new version) and its top-level
  * {@code model} in one streaming pass.
  *
- * <p>Headers first, in priority order, empty values skipped. Then top-level body fields:
- * {@code session_params.session_id} > {@code user} > {@code session_id} > {@code user_id}; only non-empty
- * strings count (escapes decoded), anything nested elsewhere, null or non-string is ignored. Values the
- * answer does not depend on are skipped without being decoded, and the scan stops once nothing
- * later could change the answer. A body that is not valid JSON contributes nothing.
+ * <p>Where an id may come from is configured: headers first, in priority order, empty values skipped; then
+ * body fields, each a top-level name or {@code parent.child} one level down, in priority order. Upstream's
+ * lists ({@link #UPSTREAM}) are the default. Only non-empty strings count (escapes decoded); anything nested
+ * elsewhere, null or non-string is ignored. Values the answer does not depend on are skipped without being
+ * decoded, and the scan stops once nothing later could change the answer. A body that is not valid JSON
+ * contributes nothing.
  */
 public final class SessionIdExtractor {
-    /** Header names that carry a session id, highest priority first. */
+    /** Header names that carry a session id upstream, highest priority first. */
     public static final List<String> SESSION_HEADERS = List.of(
             "x-session-id", "x-user-id", "x-tenant-id", "x-correlation-id", "x-request-id", "x-trace-id");
+    /** Body fields that carry a session id upstream, highest priority first. */
+    public static final List<String> SESSION_BODY_FIELDS =
+            List.of("session_params.session_id", "user", "session_id", "user_id");
     /** Longest accepted session id, in UTF-8 bytes. */
     public static final int MAX_SESSION_ID_BYTES = 1024;
+    /** Upstream's sources: {@link #SESSION_HEADERS}, then {@link #SESSION_BODY_FIELDS}. */
+    public static final SessionIdExtractor UPSTREAM = new SessionIdExtractor(SESSION_HEADERS, SESSION_BODY_FIELDS);
 
     private static final JsonFactory FACTORY = new JsonFactory();
 
-    private SessionIdExtractor() {
+    private final String[] headers;
+    /** The body fields in priority order, as given ({@code parent.child} for a nested one). */
+    private final String[] fieldPaths;
+    /** Top-level name -> its priority (index in {@link #fieldPaths}). */
+    private final Map<String, Integer> topLevel = new HashMap<>();
+    /** Parent name -> (child name -> its priority). */
+    private final Map<String, Map<String, Integer>> nested = new HashMap<>();
+
+    /**
+     * Looks for a session id in {@code headers} (any case), then in {@code bodyFields} (a top-level name or
+     * {@code parent.child}); either list may be empty.
+     *
+     * @throws IllegalArgumentException for an empty header name or a field path that is not one or two
+     *         non-empty names
+     */
+    public SessionIdExtractor(List<String> headers, List<String> bodyFields) {
+        this.headers = new String[headers.size()];
+        for (int i = 0; i < headers.size(); i++) {
+            String name = headers.get(i);
+            if (name == null || name.isEmpty()) {
+                throw new IllegalArgumentException("empty session id header name");
+            }
+            this.headers[i] = name.toLowerCase(Locale.ROOT);
+        }
+        this.fieldPaths = bodyFields.toArray(String[]::new);
+        for (int i = 0; i < fieldPaths.length; i++) {
+            String[] parts = fieldPaths[i] == null ? new String[0] : fieldPaths[i].split("\\.", -1);
+            if (parts.length == 0 || parts.length > 2 || Arrays.asList(parts).contains("")) {
+                throw new IllegalArgumentException("session id body field '" + fieldPaths[i]
+                        + "' is not a top-level name or parent.child");
+            }
+            if (parts.length == 1) {
+                topLevel.putIfAbsent(parts[0], i);
+            } else {
+                nested.computeIfAbsent(parts[0], p -> new HashMap<>()).putIfAbsent(parts[1], i);
+            }
+        }
     }
 
-    public static Extraction extract(HeaderLookup headers, BodySource body) {
+    public Extraction extract(HeaderLookup lookup, BodySource body) {
         String id = null;
         String header = null;
-        for (String name : SESSION_HEADERS) {
-            String value = headers.get(name);
+        for (String name : headers) {
+            String value = lookup.get(name);
             if (value != null && !value.isEmpty()) {
                 id = value;
                 header = name;
@@ -40,13 +86,14 @@ public final class SessionIdExtractor {
             }
         }
         BodyFields fields = scan(body, id == null);
-        if (id == null) {
-            id = fields.bestId();
+        int best = fields.best();
+        if (id == null && best >= 0) {
+            id = fields.ids[best];
         }
         if (id != null) {
             String problem = problemWith(id);
             if (problem != null) {
-                String source = header != null ? "header '" + header + "'" : fields.bestSource();
+                String source = header != null ? "header '" + header + "'" : "body field '" + fieldPaths[best] + "'";
                 return new Extraction(null, fields.model, "Invalid session id in " + source + ": " + problem);
             }
         }
@@ -61,12 +108,12 @@ public final class SessionIdExtractor {
     }
 
     public static BodyIds bodyIds(BodySource body) {
-        BodyFields f = scan(body, true);
-        return new BodyIds(f.model, f.sessionParamsId, f.user, f.sessionId, f.userId);
+        BodyFields f = UPSTREAM.scan(body, true);
+        return new BodyIds(f.model, f.ids[0], f.ids[1], f.ids[2], f.ids[3]);
     }
 
-    /** Why {@code id} cannot be a session id, or null when it can. */
-    static String problemWith(String id) {
+    /** Why {@code id} cannot be a session id (too long, control characters), or null when it can. */
+    public static String problemWith(String id) {
         long utf8Bytes = 0;
         for (int i = 0; i < id.length(); i++) {
             char c = id.charAt(i);
@@ -87,8 +134,8 @@ public final class SessionIdExtractor {
         return utf8Bytes > MAX_SESSION_ID_BYTES ? "longer than " + MAX_SESSION_ID_BYTES + " bytes" : null;
     }
 
-    private static BodyFields scan(BodySource body, boolean wantId) {
-        BodyFields found = new BodyFields();
+    private BodyFields scan(BodySource body, boolean wantId) {
+        BodyFields found = new BodyFields(fieldPaths.length);
         try (JsonParser p = body.open(FACTORY)) {
             if (p.nextToken() != JsonToken.START_OBJECT) {
                 return found;
@@ -97,47 +144,46 @@ public final class SessionIdExtractor {
             while ((token = p.nextToken()) == JsonToken.FIELD_NAME) {
                 String name = p.currentName();
                 JsonToken value = p.nextToken();
-                switch (name) {
-                    case "model" -> found.model = firstString(found.model, p, value);
-                    case "session_params" -> {
-                        if (wantId && value == JsonToken.START_OBJECT) {
-                            readSessionParams(p, found);
-                        }
+                if (name.equals("model")) {
+                    found.model = firstString(found.model, p, value);
+                }
+                if (wantId) {
+                    Integer priority = topLevel.get(name);
+                    if (priority != null) {
+                        found.ids[priority] = firstString(found.ids[priority], p, value);
                     }
-                    case "user" -> found.user = wantId ? firstString(found.user, p, value) : null;
-                    case "session_id" -> found.sessionId = wantId ? firstString(found.sessionId, p, value) : null;
-                    case "user_id" -> found.userId = wantId ? firstString(found.userId, p, value) : null;
-                    default -> {
-                        // Irrelevant field: skipped below without decoding it.
+                    Map<String, Integer> children = nested.get(name);
+                    if (children != null && value == JsonToken.START_OBJECT) {
+                        readChildren(p, children, found);
                     }
                 }
                 // No-op for scalars and for an object already read to its end.
                 p.skipChildren();
-                if (found.model != null && (!wantId || found.sessionParamsId != null)) {
+                if (found.model != null && (!wantId || found.ids.length == 0 || found.ids[0] != null)) {
                     return found;
                 }
             }
             if (token != JsonToken.END_OBJECT) {
-                return new BodyFields();
+                return new BodyFields(fieldPaths.length);
             }
             return found;
         } catch (IOException | RuntimeException malformed) {
-            return new BodyFields();
+            return new BodyFields(fieldPaths.length);
         }
     }
 
-    private static void readSessionParams(JsonParser p, BodyFields found) throws IOException {
+    private static void readChildren(JsonParser p, Map<String, Integer> children, BodyFields found) throws IOException {
         JsonToken token;
         while ((token = p.nextToken()) == JsonToken.FIELD_NAME) {
-            String name = p.currentName();
+            Integer priority = children.get(p.currentName());
             JsonToken value = p.nextToken();
-            if (name.equals("session_id")) {
-                found.sessionParamsId = firstString(found.sessionParamsId, p, value);
+            if (priority != null) {
+                found.ids[priority] = firstString(found.ids[priority], p, value);
             }
             p.skipChildren();
         }
         if (token != JsonToken.END_OBJECT) {
-            throw new IOException("unterminated session_params");
+            throw new IOException("unterminated object");
         }
     }
 
@@ -152,23 +198,21 @@ public final class SessionIdExtractor {
 
     private static final class BodyFields {
         String model;
-        String sessionParamsId;
-        String user;
-        String sessionId;
-        String userId;
+        /** By priority: the first non-empty string of each configured field, null when none. */
+        final String[] ids;
 
-        String bestId() {
-            return sessionParamsId != null ? sessionParamsId
-                    : user != null ? user
-                    : sessionId != null ? sessionId
-                    : userId;
+        BodyFields(int fieldCount) {
+            ids = new String[fieldCount];
         }
 
-        String bestSource() {
-            return sessionParamsId != null ? "body field 'session_params.session_id'"
-                    : user != null ? "body field 'user'"
-                    : sessionId != null ? "body field 'session_id'"
-                    : "body field 'user_id'";
+        /** Priority of the best id found, -1 when none. */
+        int best() {
+            for (int i = 0; i < ids.length; i++) {
+                if (ids[i] != null) {
+                    return i;
+                }
+            }
+            return -1;
         }
     }
 }

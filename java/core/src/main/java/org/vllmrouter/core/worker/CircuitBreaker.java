@@ -1,13 +1,18 @@
 package org.vllmrouter.core.worker;
 
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.function.LongSupplier;
 
 /**
  * Per-worker circuit breaker with upstream semantics: CLOSED opens after {@code failureThreshold}
- * consecutive failures; OPEN lets requests through again (HALF_OPEN) once {@code timeout} has passed;
- * HALF_OPEN closes after {@code successThreshold} consecutive successes and reopens on any failure.
+ * consecutive failures within {@code window}; OPEN lets requests through again (HALF_OPEN) once {@code timeout}
+ * has passed; HALF_OPEN closes after {@code successThreshold} consecutive successes and reopens on any failure.
  * The caller decides what a success is (upstream: 2xx and 4xx).
+ *
+ * <p>The window is upstream's "time window for failure counting", which upstream declares and never reads: here
+ * a failure older than the window no longer counts toward the threshold, so a worker that fails now and then
+ * over hours (a rare 5xx) keeps its circuit closed, while the same number of failures in a burst opens it.
  */
 public final class CircuitBreaker {
 
@@ -19,9 +24,15 @@ public final class CircuitBreaker {
         void onTransition(State from, State to);
     }
 
-    /** Thresholds; {@code enabled = false} means the breaker never opens. */
-    public record Config(int failureThreshold, int successThreshold, Duration timeout, boolean enabled) {
-        public static final Config DEFAULT = new Config(10, 3, Duration.ofSeconds(60), true);
+    /**
+     * Thresholds and durations; {@code enabled = false} means the breaker never opens.
+     *
+     * @param window how far back failures count toward {@code failureThreshold}
+     */
+    public record Config(int failureThreshold, int successThreshold, Duration timeout, Duration window,
+                         boolean enabled) {
+        public static final Config DEFAULT =
+                new Config(10, 3, Duration.ofSeconds(60), Duration.ofSeconds(120), true);
 
         public Config {
             if (failureThreshold < 1 || successThreshold < 1) {
@@ -31,6 +42,9 @@ public final class CircuitBreaker {
             if (timeout == null || timeout.isNegative()) {
                 throw new IllegalArgumentException("circuit breaker timeout must be >= 0, got " + timeout);
             }
+            if (window == null || window.isNegative() || window.isZero()) {
+                throw new IllegalArgumentException("circuit breaker window must be > 0, got " + window);
+            }
         }
     }
 
@@ -38,7 +52,11 @@ public final class CircuitBreaker {
     private final LongSupplier nanoClock;
     private volatile State state = State.CLOSED;
     private volatile TransitionListener listener;
-    private int consecutiveFailures;
+    /**
+     * When the current run of consecutive failures happened, oldest first, only those within the window: at most
+     * {@code failureThreshold} entries, and no more than the failures one window holds.
+     */
+    private final ArrayDeque<Long> failureTimes = new ArrayDeque<>();
     private int consecutiveSuccesses;
     private long openedAtNanos;
 
@@ -89,8 +107,8 @@ public final class CircuitBreaker {
             switch (afterTimeout) {
                 case CLOSED -> {
                     if (success) {
-                        consecutiveFailures = 0;
-                    } else if (++consecutiveFailures >= config.failureThreshold()) {
+                        failureTimes.clear();
+                    } else if (countFailure() >= config.failureThreshold()) {
                         open();
                     }
                 }
@@ -99,7 +117,7 @@ public final class CircuitBreaker {
                         open();
                     } else if (++consecutiveSuccesses >= config.successThreshold()) {
                         state = State.CLOSED;
-                        consecutiveFailures = 0;
+                        failureTimes.clear();
                         consecutiveSuccesses = 0;
                     }
                 }
@@ -111,6 +129,17 @@ public final class CircuitBreaker {
         }
         notifyIfChanged(before, afterTimeout);
         notifyIfChanged(afterTimeout, after);
+    }
+
+    /** Records a failure now and returns how many failures of the current run fall within the window. */
+    private int countFailure() {
+        long now = nanoClock.getAsLong();
+        long window = config.window().toNanos();
+        while (!failureTimes.isEmpty() && now - failureTimes.peekFirst() >= window) {
+            failureTimes.pollFirst();
+        }
+        failureTimes.addLast(now);
+        return failureTimes.size();
     }
 
     private State maybeHalfOpen() {
@@ -135,7 +164,7 @@ public final class CircuitBreaker {
     private void open() {
         state = State.OPEN;
         openedAtNanos = nanoClock.getAsLong();
-        consecutiveFailures = 0;
+        failureTimes.clear();
         consecutiveSuccesses = 0;
     }
 

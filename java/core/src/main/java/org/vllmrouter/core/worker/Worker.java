@@ -229,6 +229,7 @@ public final class Worker {
                     Math.max(1, cfg.cbFailureThreshold()),
                     Math.max(1, cfg.cbSuccessThreshold()),
                     Duration.ofSeconds(Math.max(0, cfg.cbTimeoutDurationSecs())),
+                    Duration.ofSeconds(Math.max(1, cfg.cbWindowDurationSecs())),
                     !cfg.disableCircuitBreaker()));
         }
 

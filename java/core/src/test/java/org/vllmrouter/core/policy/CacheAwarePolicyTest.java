@@ -40,6 +40,21 @@ class CacheAwarePolicyTest {
     }
 
     @Test
+    void onlyServedModelsGetATreeOfTheirOwn() {
+        CacheAwarePolicy p = new CacheAwarePolicy(SETTINGS);
+        List<Worker> ws = List.of(Worker.builder("http://w0:8000").modelId("llama").build(),
+                Worker.builder("http://w1:8000").modelId("llama").build());
+        Worker served = p.select(ws, RoutingRequest.of(null, "llama", "a prompt for the served model"));
+        assertTrue(p.cachedChars("llama", served.url()) > 0);
+        for (int i = 0; i < 100; i++) {
+            Worker w = p.select(ws, RoutingRequest.of(null, "made-up-" + i, "prompt " + i));
+            assertEquals(0, p.cachedChars("made-up-" + i, w.url()), "no tree for a model nobody serves");
+        }
+        assertTrue(p.cachedChars(null, ws.get(0).url()) + p.cachedChars(null, ws.get(1).url()) > 0,
+                "unserved names share the tree of requests naming no model");
+    }
+
+    @Test
     void matchBelowThresholdGoesToSmallestTree() {
         CacheAwarePolicy p = new CacheAwarePolicy(new CacheAwarePolicy.Settings(0.9, 4, 1.5, 0, 1_000_000));
         List<Worker> ws = workers(2);
@@ -62,7 +77,8 @@ class CacheAwarePolicyTest {
     @Test
     void treesAreSeparatePerModel() {
         CacheAwarePolicy p = new CacheAwarePolicy(SETTINGS);
-        List<Worker> ws = workers(2);
+        List<Worker> ws = List.of(Worker.builder("http://w0:8000").modelId("m1").build(),
+                Worker.builder("http://w1:8000").modelId("m2").build());
         Worker w = p.select(ws, RoutingRequest.of(null, "m1", "prompt text"));
         assertEquals("prompt text".length(), p.cachedChars("m1", w.url()));
         assertEquals(0, p.cachedChars("m2", w.url()));

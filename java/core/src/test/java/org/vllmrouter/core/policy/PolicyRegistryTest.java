@@ -7,12 +7,17 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.vllmrouter.core.config.PolicyNames;
 import org.vllmrouter.core.config.RouterConfig;
 import org.vllmrouter.core.session.SessionStats;
+import org.vllmrouter.core.session.SessionStore;
+import org.vllmrouter.core.session.SessionStores;
+import org.vllmrouter.core.session.SessionTable;
 import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRole;
 
@@ -27,6 +32,44 @@ class PolicyRegistryTest {
             assertNotSame(reg.defaultPolicy(), reg.prefillPolicy());
             assertNotSame(reg.defaultPolicy(), reg.decodePolicy());
         }
+    }
+
+    /** Each sticky instance names its own scope in the store, so replicas sharing a store keep roles and models apart. */
+    @Test
+    void stickyInstancesTakeTheirTablesFromTheStoreUnderOwnScopesAndCloseIt() throws Exception {
+        List<String> scopes = new ArrayList<>();
+        boolean[] closed = {false};
+        SessionStore memory = SessionStores.memory(Duration.ofHours(1), 1_000_000);
+        SessionStore recording = new SessionStore() {
+            @Override
+            public SessionTable table(String scope) {
+                scopes.add(scope);
+                return memory.table(scope);
+            }
+
+            @Override
+            public String description() {
+                return "recording";
+            }
+
+            @Override
+            public boolean degraded() {
+                return false;
+            }
+
+            @Override
+            public void close() {
+                closed[0] = true;
+            }
+        };
+        RouterConfig cfg = RouterConfig.fromJson("{\"policy\": \"sticky_least_loaded\", \"decode_policy\": \"random\"}");
+        try (PolicyRegistry reg = new PolicyRegistry(cfg, recording)) {
+            reg.setModelPolicy("llama", PolicyNames.STICKY_LEAST_LOADED);
+            reg.setModelPolicy("other", PolicyNames.ROUND_ROBIN);
+            assertEquals(List.of("default", "prefill", "model:llama"), scopes);
+            assertSame(recording, reg.sessionStore());
+        }
+        assertTrue(closed[0], "the registry closes its store");
     }
 
     @Test

@@ -17,6 +17,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.RepeatedTest;
 import org.junit.jupiter.api.RepetitionInfo;
+import org.vllmrouter.core.session.InMemorySessionTable;
 import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRegistry;
@@ -34,9 +35,19 @@ class StickyConcurrencyTest {
 
     @RepeatedTest(4)
     void countsStayConservedUnderConcurrentMix(RepetitionInfo rep) throws Exception {
-        long seed = 0xc0c0L * rep.getCurrentRepetition();
+        run(0xc0c0L * rep.getCurrentRepetition(), InMemorySessionTable.DEFAULT_MAX_SESSIONS);
+    }
+
+    /** The same with a table that holds a tenth of the ids in play, so evictions race everything else. */
+    @RepeatedTest(4)
+    void countsStayConservedWhileAFullTableEvicts(RepetitionInfo rep) throws Exception {
+        run(0xe0e0L * rep.getCurrentRepetition(), 40);
+    }
+
+    private static void run(long seed, int maxSessions) throws Exception {
         AtomicLong clock = new AtomicLong();
-        StickyLeastLoadedPolicy policy = new StickyLeastLoadedPolicy(Duration.ofSeconds(30), clock::get);
+        StickyLeastLoadedPolicy policy = new StickyLeastLoadedPolicy(
+                new InMemorySessionTable(Duration.ofSeconds(30), maxSessions, clock::get));
         WorkerRegistry registry = new WorkerRegistry();
         List<String> urls = new ArrayList<>();
         for (int i = 0; i < 6; i++) {
@@ -67,8 +78,8 @@ class StickyConcurrencyTest {
                 String where = "seed=" + seed + " round=" + round + " " + s;
                 assertEquals(s.activeSessions(), s.activeByWorker().values().stream().mapToInt(Integer::intValue).sum(), where);
                 assertTrue(s.activeByWorker().values().stream().allMatch(n -> n > 0), where);
-                assertEquals(s.started() - s.released() - s.expired(), s.activeSessions(), where);
-                assertTrue(s.activeSessions() <= ids.size() * 2L, where);
+                assertEquals(s.started() - s.released() - s.expired() - s.evicted(), s.activeSessions(), where);
+                assertTrue(s.activeSessions() <= Math.min(ids.size() * 2L, maxSessions), where);
                 quiescent.await(60, TimeUnit.SECONDS);
             }
             for (Future<?> f : done) {

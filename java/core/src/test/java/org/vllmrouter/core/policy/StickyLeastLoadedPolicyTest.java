@@ -46,11 +46,11 @@ class StickyLeastLoadedPolicyTest {
 
     private static RoutingRequest header(String sessionId) {
         HeaderLookup headers = HeaderLookup.of(Map.of("X-Session-ID", sessionId));
-        return RoutingRequest.of(SessionIdExtractor.extract(headers, BodySource.EMPTY), headers, () -> "");
+        return RoutingRequest.of(SessionIdExtractor.UPSTREAM.extract(headers, BodySource.EMPTY), headers, () -> "");
     }
 
     private static RoutingRequest body(String json) {
-        return RoutingRequest.of(SessionIdExtractor.extract(HeaderLookup.NONE, BodySource.of(json)),
+        return RoutingRequest.of(SessionIdExtractor.UPSTREAM.extract(HeaderLookup.NONE, BodySource.of(json)),
                 HeaderLookup.NONE, () -> json);
     }
 

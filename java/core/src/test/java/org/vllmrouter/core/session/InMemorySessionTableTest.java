@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.RepeatedTest;
@@ -58,7 +59,8 @@ class InMemorySessionTableTest {
 
     @Test
     void coarseRequeueingDropsExpiredSessionsAtMostOneGranularityLate() {
-        InMemorySessionTable table = new InMemorySessionTable(Duration.ofSeconds(10), clock::get, Duration.ofSeconds(2));
+        InMemorySessionTable table = new InMemorySessionTable(Duration.ofSeconds(10), InMemorySessionTable.DEFAULT_MAX_SESSIONS,
+                clock::get, Duration.ofSeconds(2));
         List<Worker> ws = workers(2);
         table.route("", "head", ws);
         advanceMillis(1000);
@@ -152,6 +154,82 @@ class InMemorySessionTableTest {
     @Test
     void negativeTtlIsRejected() {
         assertThrows(IllegalArgumentException.class, () -> new InMemorySessionTable(Duration.ofSeconds(-1), clock::get));
+    }
+
+    @Test
+    void aFullTableEvictsTheLeastRecentlyUsedSessionAndReleasesItsCount() {
+        InMemorySessionTable table = new InMemorySessionTable(Duration.ofHours(1), 3, clock::get, Duration.ZERO);
+        List<Worker> ws = workers(2);
+        for (String id : List.of("a", "b", "c")) {
+            table.route("", id, ws);
+            advanceMillis(1);
+        }
+        table.route("", "a", ws);
+        advanceMillis(1);
+        assertEquals(SessionTable.Outcome.STARTED, table.route("", "d", ws).outcome());
+        SessionStats s = table.stats();
+        assertEquals(3, s.activeSessions());
+        assertEquals(1, s.evicted());
+        assertEquals(3, s.activeByWorker().values().stream().mapToInt(Integer::intValue).sum());
+        assertEquals(0, table.release("b"), "b was the least recently used: evicted");
+        assertEquals(SessionTable.Outcome.EXISTING, table.route("", "a", ws).outcome());
+        assertEquals(SessionTable.Outcome.STARTED, table.route("", "b", ws).outcome(), "an evicted id starts anew");
+        assertEquals(2, table.stats().evicted(), "and evicts c, now the least recently used");
+        assertEquals(0, table.release("c"));
+        assertEquals(s.started() + 1 - s.released() - s.expired() - table.stats().evicted(),
+                table.stats().activeSessions());
+    }
+
+    @Test
+    void evictingAnIdsBindingInAnotherPoolKeepsTheIndexWhole() {
+        InMemorySessionTable table = new InMemorySessionTable(Duration.ofHours(1), 1, clock::get);
+        List<Worker> ws = workers(2);
+        table.route("m1", "x", ws);
+        assertEquals(SessionTable.Outcome.STARTED, table.route("m2", "x", ws).outcome());
+        assertEquals(1, table.stats().evicted());
+        assertEquals(SessionTable.Outcome.EXISTING, table.route("m2", "x", ws).outcome());
+        assertEquals(1, table.release("x"));
+        assertEquals(0, table.stats().activeSessions());
+        assertEquals(Map.of(), table.stats().activeByWorker());
+    }
+
+    @Test
+    void aSessionInUseSurvivesAFloodOfOneOffIds() {
+        // Default requeue granularity (60 s here): the flood turns the table over far faster than that.
+        InMemorySessionTable table = new InMemorySessionTable(Duration.ofHours(1), 100, clock::get);
+        List<Worker> ws = workers(4);
+        String hotWorker = table.route("", "trajectory", ws).worker().url();
+        for (int i = 0; i < 10_000; i++) {
+            table.route("", "request-" + i, ws);
+            advanceMillis(1);
+            if (i % 50 == 0) {
+                SessionTable.Assignment a = table.route("", "trajectory", ws);
+                assertEquals(SessionTable.Outcome.EXISTING, a.outcome(), "after " + i + " one-off ids");
+                assertEquals(hotWorker, a.worker().url());
+            }
+        }
+        SessionStats s = table.stats();
+        assertEquals(100, s.activeSessions());
+        assertEquals(10_001 - 100, s.evicted());
+    }
+
+    @Test
+    void aMillionDistinctIdsKeepTheTableAtItsBound() {
+        InMemorySessionTable table = new InMemorySessionTable(Duration.ofHours(2), 100_000, clock::get);
+        List<Worker> ws = workers(8);
+        for (int i = 0; i < 1_000_000; i++) {
+            table.route("", "id-" + i, ws);
+        }
+        SessionStats s = table.stats();
+        assertEquals(100_000, s.activeSessions());
+        assertEquals(900_000, s.evicted());
+        assertEquals(100_000, s.activeByWorker().values().stream().mapToInt(Integer::intValue).sum());
+        assertTrue(s.activeByWorker().values().stream().allMatch(n -> n > 0));
+    }
+
+    @Test
+    void maxSessionsMustBePositive() {
+        assertThrows(IllegalArgumentException.class, () -> new InMemorySessionTable(Duration.ofHours(1), 0, clock::get));
     }
 
     /** Property: with only new sessions and revisits arriving, counts never differ by more than one. */

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -16,11 +17,11 @@ import org.junit.jupiter.params.provider.ValueSource;
 class SessionIdExtractorTest {
 
     private static Extraction body(String json) {
-        return SessionIdExtractor.extract(HeaderLookup.NONE, BodySource.of(json));
+        return SessionIdExtractor.UPSTREAM.extract(HeaderLookup.NONE, BodySource.of(json));
     }
 
     private static Extraction headers(Map<String, String> h, String json) {
-        return SessionIdExtractor.extract(HeaderLookup.of(h), BodySource.of(json));
+        return SessionIdExtractor.UPSTREAM.extract(HeaderLookup.of(h), BodySource.of(json));
     }
 
     @Test
@@ -34,6 +35,42 @@ class SessionIdExtractorTest {
         assertEquals("req-1", headers(h, "").sessionId());
         assertNull(headers(Map.of("x-unknown", "v"), "").sessionId());
         assertEquals("traj-42", headers(Map.of("x-trace-id", "traj-42"), "").sessionId());
+    }
+
+    @Test
+    void onlyTheConfiguredHeadersCarryAnIdInTheirOrder() {
+        SessionIdExtractor trainer = new SessionIdExtractor(List.of("X-Session-ID"), List.of());
+        Map<String, String> gateway = Map.of("x-request-id", "req-7", "x-trace-id", "t-1");
+        assertNull(trainer.extract(HeaderLookup.of(gateway), BodySource.of("{\"user\":\"u\"}")).sessionId(),
+                "a gateway's request id does not start a session, nor does the body");
+        Map<String, String> both = Map.of("x-request-id", "req-7", "x-session-id", "traj-3");
+        assertEquals("traj-3", trainer.extract(HeaderLookup.of(both), BodySource.EMPTY).sessionId());
+        SessionIdExtractor reversed = new SessionIdExtractor(List.of("x-request-id", "x-session-id"), List.of());
+        assertEquals("req-7", reversed.extract(HeaderLookup.of(both), BodySource.EMPTY).sessionId());
+    }
+
+    @Test
+    void configuredBodyFieldsReplaceUpstreamsInTheirOrder() {
+        SessionIdExtractor ids = new SessionIdExtractor(List.of(), List.of("meta.trajectory", "session_id"));
+        String json = "{\"user\":\"alice\",\"session_id\":\"s\",\"meta\":{\"trajectory\":\"t-9\"},\"model\":\"m\"}";
+        Extraction e = ids.extract(HeaderLookup.NONE, BodySource.of(json));
+        assertEquals("t-9", e.sessionId());
+        assertEquals("m", e.model());
+        assertEquals("s", ids.extract(HeaderLookup.NONE, BodySource.of("{\"user\":\"alice\",\"session_id\":\"s\"}"))
+                .sessionId());
+        assertNull(ids.extract(HeaderLookup.NONE, BodySource.of("{\"user\":\"alice\"}")).sessionId(),
+                "user is not configured: an OpenAI user id does not pin all of a user's requests");
+        String invalid = "{\"meta\":{\"trajectory\":\"a\\u0001b\"}}";
+        assertEquals("Invalid session id in body field 'meta.trajectory': contains control characters",
+                ids.extract(HeaderLookup.NONE, BodySource.of(invalid)).invalidReason());
+    }
+
+    @Test
+    void withNoSourcesNothingIsASessionButTheModelIsRead() {
+        SessionIdExtractor none = new SessionIdExtractor(List.of(), List.of());
+        Extraction e = none.extract(HeaderLookup.of(Map.of("x-session-id", "s")),
+                BodySource.of("{\"session_id\":\"s\",\"model\":\"m\"}"));
+        assertEquals(new Extraction(null, "m", null), e);
     }
 
     @Test
@@ -135,7 +172,7 @@ class SessionIdExtractorTest {
                 .append("\", \"session_params\": {\"session_id\": \"after-10-mib\"}}");
         byte[] bytes = sb.toString().getBytes(StandardCharsets.UTF_8);
         assertTrue(bytes.length > 10 << 20);
-        Extraction e = SessionIdExtractor.extract(HeaderLookup.NONE, BodySource.of(bytes, 0, bytes.length));
+        Extraction e = SessionIdExtractor.UPSTREAM.extract(HeaderLookup.NONE, BodySource.of(bytes, 0, bytes.length));
         assertEquals("after-10-mib", e.sessionId());
         assertEquals("big", e.model());
     }
@@ -144,7 +181,7 @@ class SessionIdExtractorTest {
     void readsOnlyTheGivenSliceOfTheBuffer() {
         byte[] json = "garbage{\"session_id\": \"slice\"}garbage".getBytes(StandardCharsets.UTF_8);
         byte[] copy = Arrays.copyOf(json, json.length);
-        Extraction e = SessionIdExtractor.extract(HeaderLookup.NONE, BodySource.of(copy, 7, json.length - 14));
+        Extraction e = SessionIdExtractor.UPSTREAM.extract(HeaderLookup.NONE, BodySource.of(copy, 7, json.length - 14));
         assertEquals("slice", e.sessionId());
     }
 

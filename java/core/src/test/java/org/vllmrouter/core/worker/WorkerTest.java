@@ -59,7 +59,7 @@ class WorkerTest {
     @Test
     void openCircuitMakesWorkerUnavailable() {
         Worker w = Worker.builder("http://h:1")
-                .circuitBreaker(new CircuitBreaker.Config(1, 1, Duration.ofHours(1), true)).build();
+                .circuitBreaker(new CircuitBreaker.Config(1, 1, Duration.ofHours(1), Duration.ofHours(1), true)).build();
         w.circuitBreaker().recordOutcome(false);
         assertTrue(w.isHealthy());
         assertFalse(w.isAvailable());
@@ -81,9 +81,9 @@ class WorkerTest {
     @Test
     void configuresFromRouterConfig() throws Exception {
         RouterConfig cfg = RouterConfig.fromJson("{\"cb_failure_threshold\": 2, \"cb_success_threshold\": 4,"
-                + " \"cb_timeout_duration_secs\": 7, \"disable_circuit_breaker\": true}");
+                + " \"cb_timeout_duration_secs\": 7, \"cb_window_duration_secs\": 9, \"disable_circuit_breaker\": true}");
         CircuitBreaker.Config cb = Worker.builder("http://h:1").config(cfg).build().circuitBreaker().config();
-        assertEquals(new CircuitBreaker.Config(2, 4, Duration.ofSeconds(7), false), cb);
+        assertEquals(new CircuitBreaker.Config(2, 4, Duration.ofSeconds(7), Duration.ofSeconds(9), false), cb);
     }
 
     @Test

@@ -45,6 +45,7 @@ public final class FrontendHandler extends ChannelInboundHandlerAdapter {
     private final RequestHandler handler;
     private final InFlightRequests inFlight;
     private final RouterMetrics metrics;
+    private final Runnable onRequestRead;
     private final ArrayDeque<FullHttpRequest> queued = new ArrayDeque<>();
     private ChannelHandlerContext ctx;
     private boolean busy;
@@ -53,10 +54,13 @@ public final class FrontendHandler extends ChannelInboundHandlerAdapter {
     private String method;
     private String routeLabel;
 
-    public FrontendHandler(RequestHandler handler, InFlightRequests inFlight, RouterMetrics metrics) {
+    /** {@code onRequestRead} runs as each request arrives whole (the client's read deadline ends there). */
+    public FrontendHandler(RequestHandler handler, InFlightRequests inFlight, RouterMetrics metrics,
+                           Runnable onRequestRead) {
         this.handler = handler;
         this.inFlight = inFlight;
         this.metrics = metrics;
+        this.onRequestRead = onRequestRead;
     }
 
     @Override
@@ -70,6 +74,7 @@ public final class FrontendHandler extends ChannelInboundHandlerAdapter {
             ReferenceCountUtil.release(msg);
             return;
         }
+        onRequestRead.run();
         if (busy) {
             queued.addLast(request);
             if (queued.size() >= MAX_QUEUED) {

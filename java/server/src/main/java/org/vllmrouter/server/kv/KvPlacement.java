@@ -66,6 +66,7 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
             "/v1/chat/completions", "/v1/chat/completions/render");
 
     private final WorkerRegistry workers;
+    private final ControlClient client;
     private final EventLoop control;
     private final KvAwarePolicy.Settings credits;
     private final KvIndex index;
@@ -84,10 +85,11 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
      * {@code staticSources}: workers whose publishers the flags name ({@code --kv-event-source}); they are subscribed
      * under {@code staticIdentity} without asking the worker. Every other worker is asked.
      */
-    public KvPlacement(WorkerRegistry workers, EventLoop control, KvAwarePolicy.Settings credits,
+    public KvPlacement(WorkerRegistry workers, ControlClient client, EventLoop control, KvAwarePolicy.Settings credits,
                        Map<String, StaticKvSources.Source> staticSources, CacheIdentity staticIdentity,
                        PrometheusRegistry registry, KvSubscribers.Settings subscriberSettings) {
         this.workers = workers;
+        this.client = client;
         this.staticSources = staticSources;
         this.staticIdentity = staticIdentity;
         this.control = control;
@@ -128,8 +130,8 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
         if (configured != null) {
             executor.execute(() -> subscribeStatic(base, configured));
         } else {
-            ControlClient.send(control, HttpMethod.GET, base, "/get_server_info", null, null, CONTROL_TIMEOUT)
-                    .thenCompose(info -> ControlClient.send(control, HttpMethod.GET, base, "/kv_event_sources", null,
+            client.send(control, HttpMethod.GET, base, "/get_server_info", null, null, CONTROL_TIMEOUT)
+                    .thenCompose(info -> client.send(control, HttpMethod.GET, base, "/kv_event_sources", null,
                                     null, CONTROL_TIMEOUT)
                             .thenApply(sources -> new WorkerReplies(info, sources)))
                     .whenCompleteAsync((replies, error) -> subscribe(base, replies, error), executor);
@@ -235,7 +237,7 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
             headers.set(HttpHeaderNames.AUTHORIZATION, auth);
         }
         byte[] body = ByteBufUtil.getBytes(request.content());
-        return ControlClient.send(loop, HttpMethod.POST, renderer.baseUrl(), renderPath, headers, body, RENDER_TIMEOUT)
+        return client.send(loop, HttpMethod.POST, renderer.baseUrl(), renderPath, headers, body, RENDER_TIMEOUT)
                 .handle((reply, error) -> {
                     int[] tokens = error == null ? renderedTokens(reply) : null;
                     if (tokens == null || tokens.length == 0) {

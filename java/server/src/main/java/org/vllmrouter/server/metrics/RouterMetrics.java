@@ -7,11 +7,17 @@ import io.prometheus.metrics.core.metrics.CounterWithCallback;
 import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import io.prometheus.metrics.core.metrics.Histogram;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import io.prometheus.metrics.model.snapshots.ClassicHistogramBuckets;
+import io.prometheus.metrics.model.snapshots.CounterSnapshot;
+import io.prometheus.metrics.model.snapshots.HistogramSnapshot;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.function.BooleanSupplier;
 import java.util.function.Function;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.worker.CircuitBreaker;
@@ -26,6 +32,9 @@ import org.vllmrouter.core.worker.Worker;
 public final class RouterMetrics {
     private static final double[] DURATION_BUCKETS = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30,
             45, 60, 90, 120, 180, 240};
+
+    private static final Set<String> STANDARD_METHODS =
+            Set.of("GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH");
 
     final PrometheusRegistry registry = new PrometheusRegistry();
     private final Counter requests = counter("vllm_router_requests_total", "Successful requests", "route");
@@ -64,7 +73,8 @@ public final class RouterMetrics {
     private final ConcurrentHashMap<String, ConcurrentHashMap<String, AtomicReferenceArray<CounterDataPoint>>> http =
             new ConcurrentHashMap<>();
 
-    public RouterMetrics(Supplier<List<Worker>> workers, Supplier<SessionStats> sessions) {
+    public RouterMetrics(Supplier<List<Worker>> workers, Supplier<SessionStats> sessions,
+                         BooleanSupplier storeDegraded) {
         GaugeWithCallback.builder().name("vllm_router_active_workers").help("Registered workers")
                 .callback(cb -> cb.call(workers.get().size())).register(registry);
         GaugeWithCallback.builder().name("vllm_router_worker_health").help("Worker health (1 healthy, 0 not)")
@@ -95,8 +105,21 @@ public final class RouterMetrics {
                 .callback(cb -> cb.call(sessions.get().released())).register(registry);
         CounterWithCallback.builder().name("vllm_router_sticky_sessions_expired_total").help("Sessions dropped after the idle TTL")
                 .callback(cb -> cb.call(sessions.get().expired())).register(registry);
+        CounterWithCallback.builder().name("vllm_router_sticky_sessions_evicted_total")
+                .help("Least recently used sessions dropped to make room (max_sessions reached)")
+                .callback(cb -> cb.call(sessions.get().evicted())).register(registry);
         CounterWithCallback.builder().name("vllm_router_sticky_sessions_rebound_total").help("Sessions moved off an unavailable worker")
                 .callback(cb -> cb.call(sessions.get().rebound())).register(registry);
+        GaugeWithCallback.builder().name("vllm_router_session_store_degraded")
+                .help("1 while the shared session store is unreachable and routing uses this router's own view")
+                .callback(cb -> cb.call(storeDegraded.getAsBoolean() ? 1 : 0)).register(registry);
+    }
+
+    /** Counts, at scrape time, the inbound-auth verdicts the bounded verdict cache dropped. */
+    public void countAuthVerdictsDropped(LongSupplier dropped) {
+        CounterWithCallback.builder().name("vllm_router_auth_verdicts_evicted_total")
+                .help("Cached inbound API key verdicts dropped (cache full or TTL passed)")
+                .callback(cb -> cb.call(dropped.getAsLong())).register(registry);
     }
 
     private Counter counter(String name, String help, String... labels) {
@@ -106,6 +129,35 @@ public final class RouterMetrics {
     private Histogram histogram(String name, String help, String... labels) {
         return Histogram.builder().name(name).help(help).labelNames(labels).classicOnly()
                 .classicUpperBounds(DURATION_BUCKETS).withoutExemplars().register(registry);
+    }
+
+    /** Upper bounds, in seconds, of the duration histograms' buckets; one more bucket above them holds the rest. */
+    static double[] durationBuckets() {
+        return DURATION_BUCKETS.clone();
+    }
+
+    /**
+     * Successful requests so far per duration bucket (not cumulative; the last entry is above the highest bound),
+     * read from {@code vllm_router_generate_duration_seconds} as a scrape would.
+     */
+    long[] succeededByDuration() {
+        long[] counts = new long[DURATION_BUCKETS.length + 1];
+        for (HistogramSnapshot.HistogramDataPointSnapshot point : generateDuration.collect().getDataPoints()) {
+            ClassicHistogramBuckets buckets = point.getClassicBuckets();
+            for (int i = 0; i < buckets.size() && i < counts.length; i++) {
+                counts[i] += buckets.getCount(i);
+            }
+        }
+        return counts;
+    }
+
+    /** Failed requests so far, every route and error type ({@code vllm_router_request_errors_total}). */
+    long failedRequests() {
+        long total = 0;
+        for (CounterSnapshot.CounterDataPointSnapshot point : requestErrors.collect().getDataPoints()) {
+            total += (long) point.getValue();
+        }
+        return total;
     }
 
     private static int stateValue(CircuitBreaker.State state) {
@@ -197,7 +249,12 @@ public final class RouterMetrics {
         pdDuration.labelValues(route).observe(seconds);
     }
 
-    public void httpRequest(String route, String method, int status) {
+    /**
+     * Counts a response under its route template, method and status. A method outside HTTP's registered ones is
+     * counted as {@code OTHER}: the client chooses it, and every label set lives as long as the registry.
+     */
+    public void httpRequest(String route, String clientMethod, int status) {
+        String method = STANDARD_METHODS.contains(clientMethod) ? clientMethod : "OTHER";
         if (status < 100 || status > 599) {
             httpRequests.labelValues(route, method, Integer.toString(status), (status / 100) + "xx").inc();
             return;

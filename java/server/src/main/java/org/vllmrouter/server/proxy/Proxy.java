@@ -11,14 +11,19 @@ import org.vllmrouter.server.metrics.RouterMetrics;
  * flows').
  */
 public final class Proxy implements AutoCloseable {
-    final WorkerPools pools = new WorkerPools();
+    final WorkerPools pools;
     final WorkerRegistry workers;
     final WorkerCalls calls;
     final RouterMetrics metrics;
     final long requestTimeoutNanos;
 
-    /** {@code requestTimeoutSecs} bounds a whole exchange, the relayed answer included, as upstream does. */
-    public Proxy(WorkerRegistry workers, WorkerCalls calls, RouterMetrics metrics, int requestTimeoutSecs) {
+    /**
+     * {@code requestTimeoutSecs} bounds a whole exchange, the relayed answer included, as upstream does; {@code tls}
+     * secures the connections to {@code https} workers.
+     */
+    public Proxy(WorkerRegistry workers, WorkerCalls calls, RouterMetrics metrics, int requestTimeoutSecs,
+                 WorkerTls tls) {
+        this.pools = new WorkerPools(tls);
         this.workers = workers;
         this.calls = calls;
         this.metrics = metrics;

@@ -124,7 +124,7 @@ final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Ex
     private void onAcquired(Future<Channel> acquired, Worker chosen) {
         if (!acquired.isSuccess()) {
             if (!finished) {
-                attemptFailed("Request failed: " + describe(acquired.cause()));
+                attemptFailed(acquired.cause());
             }
             return;
         }
@@ -168,7 +168,7 @@ final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Ex
             staleConnections++;
             proxy.pools.acquire(loop, chosen.baseUrl()).addListener((Future<Channel> f) -> onAcquired(f, chosen));
         } else {
-            attemptFailed("Request failed: " + describe(cause));
+            attemptFailed(cause);
         }
     }
 
@@ -289,8 +289,12 @@ final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Ex
         }
     }
 
-    /** A transport failure (no head received): retry if attempts remain, else answer 500 as upstream does. */
-    private void attemptFailed(String message) {
+    /**
+     * A transport failure (no head received): retry if attempts remain, else answer 500 as upstream does, or 502 with
+     * the reason when TLS with the worker failed (something answers there, but not a worker the router can trust), so
+     * the client sees a misconfiguration rather than a crash.
+     */
+    private void attemptFailed(Throwable cause) {
         if (worker != null) {
             proxy.calls.unanswered(worker);
             unreachable.add(worker);
@@ -302,7 +306,11 @@ final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Ex
             if (attempt > 1) {
                 proxy.metrics.retriesExhausted(request.route);
             }
-            respondLocally(HttpResponseStatus.INTERNAL_SERVER_ERROR, message);
+            if (cause instanceof WorkerTls.Failure) {
+                respondLocally(HttpResponseStatus.BAD_GATEWAY, cause.getMessage());
+            } else {
+                respondLocally(HttpResponseStatus.INTERNAL_SERVER_ERROR, "Request failed: " + describe(cause));
+            }
         }
     }
 

@@ -4,8 +4,11 @@ import java.net.InetSocketAddress;
 import java.net.URI;
 import java.util.concurrent.ConcurrentHashMap;
 
-/** Host and port of a worker base URL such as {@code http://10.0.0.5:8000}, parsed once per URL. */
-public record WorkerAddress(String host, int port, String hostHeader) {
+/**
+ * Host and port of a worker base URL such as {@code http://10.0.0.5:8000}, parsed once per URL; {@code tls} when the
+ * scheme is {@code https}.
+ */
+public record WorkerAddress(String host, int port, String hostHeader, boolean tls) {
     private static final ConcurrentHashMap<String, WorkerAddress> CACHE = new ConcurrentHashMap<>();
 
     public static WorkerAddress of(String baseUrl) {
@@ -18,9 +21,10 @@ public record WorkerAddress(String host, int port, String hostHeader) {
         if (host == null) {
             throw new IllegalArgumentException("URL must have a valid host: " + baseUrl);
         }
-        int port = uri.getPort() > 0 ? uri.getPort() : "https".equalsIgnoreCase(uri.getScheme()) ? 443 : 80;
+        boolean tls = "https".equalsIgnoreCase(uri.getScheme());
+        int port = uri.getPort() > 0 ? uri.getPort() : tls ? 443 : 80;
         String bareHost = host.startsWith("[") ? host.substring(1, host.length() - 1) : host;
-        return new WorkerAddress(bareHost, port, host + ":" + port);
+        return new WorkerAddress(bareHost, port, host + ":" + port, tls);
     }
 
     public InetSocketAddress socketAddress() {

@@ -20,7 +20,8 @@ import java.util.concurrent.TimeUnit;
  * Keep-alive connections to workers, one pool per (event loop, worker) so a proxied request runs on the thread of
  * its client connection from start to finish. Each connection carries a {@link BackendHandler}. A pool is only
  * ever touched on its own event loop, so it is a plain deque: taking an idle connection costs no promise, no
- * listener and no health-check round, which a general-purpose channel pool spends on every request. See
+ * listener and no health-check round, which a general-purpose channel pool spends on every request. A connection to
+ * an {@code https} worker joins its pool once its TLS handshake has succeeded ({@link WorkerTls}). See
  * docs/architecture.md, 'Worker sources and transport'.
  */
 final class WorkerPools implements AutoCloseable {
@@ -32,11 +33,16 @@ final class WorkerPools implements AutoCloseable {
     private static final AttributeKey<ArrayDeque<Channel>> IDLE_OF = AttributeKey.valueOf("vllm-router.worker-pool");
     private static final AttributeKey<Boolean> USED = AttributeKey.valueOf("vllm-router.worker-connection-used");
 
+    private final WorkerTls tls;
     private final ConcurrentHashMap<EventLoop, PoolsOfLoop> byLoop = new ConcurrentHashMap<>();
+
+    WorkerPools(WorkerTls tls) {
+        this.tls = tls;
+    }
 
     /** An idle connection to the worker, or a new one; call on {@code loop}. */
     Future<Channel> acquire(EventLoop loop, String baseUrl) {
-        return byLoop.computeIfAbsent(loop, PoolsOfLoop::new).acquire(baseUrl);
+        return byLoop.computeIfAbsent(loop, l -> new PoolsOfLoop(l, tls)).acquire(baseUrl);
     }
 
     /** Returns a channel whose exchange ended cleanly (response fully read, keep-alive) to its pool; on its loop. */
@@ -63,11 +69,13 @@ final class WorkerPools implements AutoCloseable {
 
     private static final class PoolsOfLoop {
         private final EventLoop loop;
+        private final WorkerTls tls;
         private final Bootstrap bootstrap;
         private final HashMap<String, ArrayDeque<Channel>> idleByWorker = new HashMap<>();
 
-        PoolsOfLoop(EventLoop loop) {
+        PoolsOfLoop(EventLoop loop, WorkerTls tls) {
             this.loop = loop;
+            this.tls = tls;
             this.bootstrap = new Bootstrap()
                     .group(loop)
                     .channel(Transport.clientChannel())
@@ -100,11 +108,18 @@ final class WorkerPools implements AutoCloseable {
                     connected.setFailure(f.cause());
                     return;
                 }
-                Channel fresh = f.channel();
-                fresh.attr(IDLE_OF).set(idle);
-                // A connection closed while idle (by the idle timer or the worker) leaves the deque at once.
-                fresh.closeFuture().addListener((ChannelFutureListener) closed -> idle.remove(fresh));
-                connected.setSuccess(fresh);
+                tls.secure(f.channel(), baseUrl).addListener((Future<Channel> secured) -> {
+                    if (!secured.isSuccess()) {
+                        f.channel().close();
+                        connected.setFailure(secured.cause());
+                        return;
+                    }
+                    Channel fresh = secured.getNow();
+                    fresh.attr(IDLE_OF).set(idle);
+                    // A connection closed while idle (by the idle timer or the worker) leaves the deque at once.
+                    fresh.closeFuture().addListener((ChannelFutureListener) closed -> idle.remove(fresh));
+                    connected.setSuccess(fresh);
+                });
             });
             return connected;
         }

@@ -1,5 +1,8 @@
 package org.vllmrouter.server.route;
 
+import com.github.benmanes.caffeine.cache.AsyncCache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import com.github.benmanes.caffeine.cache.Ticker;
 import io.netty.channel.EventLoop;
 import io.netty.handler.codec.http.DefaultHttpHeaders;
 import io.netty.handler.codec.http.HttpHeaderNames;
@@ -10,25 +13,53 @@ import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 import org.vllmrouter.server.worker.ControlClient;
 
 /**
  * Inbound authorization. {@code admin_api_key} (ours) guards the admin routes with a constant-time comparison;
- * {@code api_key_validation_urls} (upstream) validates any other request's bearer token by asking each URL in turn,
- * caching every verdict for the life of the process as upstream does.
+ * {@code api_key_validation_urls} (upstream) validates any other request's bearer token by asking each URL in turn.
+ * Verdicts are cached, as upstream, but not for the life of the process: every distinct token a client sends would
+ * stay in memory, and a revoked key would stay valid. The cache holds at most {@link #MAX_VERDICTS} tokens (Caffeine
+ * keeps the frequently used ones) for at most {@link #VERDICT_TTL} each; concurrent requests with the same new token
+ * share one validation.
  */
 final class Auth {
     static final String INVALID_API_KEY = "You must provide a valid API key. Obtain one from http://helmholtz.cloud";
+    static final long MAX_VERDICTS = 10_000;
+    static final Duration VERDICT_TTL = Duration.ofMinutes(5);
     private static final Duration VALIDATION_TIMEOUT = Duration.ofSeconds(10);
 
     private final byte[] adminKey;
     private final List<String> validationUrls;
-    private final ConcurrentHashMap<String, Boolean> verdicts = new ConcurrentHashMap<>();
+    private final ControlClient client;
+    private final AsyncCache<String, Boolean> verdicts;
 
-    Auth(String adminApiKey, List<String> validationUrls) {
+    Auth(String adminApiKey, List<String> validationUrls, ControlClient client) {
+        this(adminApiKey, validationUrls, client, MAX_VERDICTS, VERDICT_TTL, Ticker.systemTicker());
+    }
+
+    Auth(String adminApiKey, List<String> validationUrls, ControlClient client, long maxVerdicts, Duration verdictTtl,
+         Ticker ticker) {
         this.adminKey = adminApiKey == null || adminApiKey.isEmpty() ? null : adminApiKey.getBytes(StandardCharsets.UTF_8);
         this.validationUrls = validationUrls == null ? List.of() : List.copyOf(validationUrls);
+        this.client = client;
+        this.verdicts = Caffeine.newBuilder()
+                .maximumSize(maxVerdicts)
+                .expireAfterWrite(verdictTtl)
+                .ticker(ticker)
+                .recordStats()
+                .buildAsync();
+    }
+
+    /** Verdicts the cache dropped, to stay within its size or at the end of their TTL. */
+    long evictedVerdicts() {
+        return verdicts.synchronous().stats().evictionCount();
+    }
+
+    /** Verdicts held now (pending evictions done first). */
+    long cachedVerdicts() {
+        verdicts.synchronous().cleanUp();
+        return verdicts.synchronous().estimatedSize();
     }
 
     boolean adminOpen() {
@@ -53,14 +84,7 @@ final class Auth {
         if (token == null || token.isEmpty()) {
             return CompletableFuture.completedFuture(false);
         }
-        Boolean known = verdicts.get(token);
-        if (known != null) {
-            return CompletableFuture.completedFuture(known);
-        }
-        return askFrom(loop, token, 0).thenApply(ok -> {
-            verdicts.put(token, ok);
-            return ok;
-        });
+        return verdicts.get(token, (key, executor) -> askFrom(loop, key, 0));
     }
 
     private CompletableFuture<Boolean> askFrom(EventLoop loop, String token, int index) {
@@ -72,7 +96,7 @@ final class Auth {
         String target = (uri.getRawPath() == null || uri.getRawPath().isEmpty() ? "/" : uri.getRawPath())
                 + (uri.getRawQuery() == null ? "" : "?" + uri.getRawQuery());
         HttpHeaders headers = new DefaultHttpHeaders().set(HttpHeaderNames.AUTHORIZATION, "Bearer " + token);
-        return ControlClient.send(loop, HttpMethod.GET, base, target, headers, null, VALIDATION_TIMEOUT)
+        return client.send(loop, HttpMethod.GET, base, target, headers, null, VALIDATION_TIMEOUT)
                 .handle((reply, error) -> reply != null && reply.status() == 200)
                 .thenCompose(ok -> ok ? CompletableFuture.completedFuture(true) : askFrom(loop, token, index + 1));
     }

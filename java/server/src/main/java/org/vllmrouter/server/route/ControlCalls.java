@@ -27,17 +27,24 @@ final class ControlCalls {
     private static final Duration FAN_OUT_TIMEOUT = Duration.ofSeconds(30);
 
     private final WorkerRegistry workers;
+    private final ControlClient client;
     private final HttpHeaders outbound = new DefaultHttpHeaders();
 
-    ControlCalls(RouterConfig config, WorkerRegistry workers) {
+    ControlCalls(RouterConfig config, WorkerRegistry workers, ControlClient client) {
         this.workers = workers;
+        this.client = client;
         if (config.apiKey() != null && !config.apiKey().isEmpty()) {
             outbound.set(HttpHeaderNames.AUTHORIZATION, "Bearer " + config.apiKey());
         }
     }
 
     CompletableFuture<ControlClient.Reply> send(EventLoop loop, HttpMethod method, String baseUrl, String target) {
-        return ControlClient.send(loop, method, baseUrl, target, outbound, null, FAN_OUT_TIMEOUT);
+        return client.send(loop, method, baseUrl, target, outbound, null, FAN_OUT_TIMEOUT);
+    }
+
+    /** The client these calls go through, for the routes that wait on a worker's health. */
+    ControlClient client() {
+        return client;
     }
 
     /** The distinct base URLs of the registered workers (DP ranks share one), in registration order. */

@@ -33,15 +33,18 @@ final class FallbackRoute implements RouteHandler {
     private final Proxy proxy;
     private final RetryPolicy retry;
     private final PdRoutes pd;
+    private final RoutingInput input;
 
     /** {@code pd} null: a regular router. */
-    FallbackRoute(RouterConfig config, PolicyRegistry policies, Proxy proxy, RetryPolicy retry, PdRoutes pd) {
+    FallbackRoute(RouterConfig config, PolicyRegistry policies, Proxy proxy, RetryPolicy retry, PdRoutes pd,
+                  RoutingInput input) {
         String apiKey = config.apiKey();
         this.outboundAuthorization = apiKey == null || apiKey.isEmpty() ? null : "Bearer " + apiKey;
         this.policies = policies;
         this.proxy = proxy;
         this.retry = retry;
         this.pd = pd;
+        this.input = input;
     }
 
     @Override
@@ -53,7 +56,7 @@ final class FallbackRoute implements RouteHandler {
                     "Method " + method.name() + " not supported"));
             return;
         }
-        RoutingRequest routing = RoutingInput.read(front, request, false);
+        RoutingRequest routing = input.read(front, request, false);
         if (routing == null) {
             return;
         }

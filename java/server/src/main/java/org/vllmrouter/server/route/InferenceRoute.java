@@ -27,22 +27,24 @@ final class InferenceRoute implements InferenceHandler {
     private final PolicyRegistry policies;
     private final Proxy proxy;
     private final RetryPolicy retry;
+    private final RoutingInput input;
     private final KvPlacement kv;
 
     /** {@code kv} null: no configured policy weighs prefixes, and none gets any. */
     InferenceRoute(String route, String workerPath, PolicyRegistry policies, Proxy proxy, RetryPolicy retry,
-                   KvPlacement kv) {
+                   RoutingInput input, KvPlacement kv) {
         this.route = route;
         this.workerPath = workerPath;
         this.policies = policies;
         this.proxy = proxy;
         this.retry = retry;
+        this.input = input;
         this.kv = kv;
     }
 
     @Override
     public void handle(FrontendHandler front, FullHttpRequest request, RequestPath path, Runnable admission) {
-        RoutingRequest routing = RoutingInput.read(front, request, true);
+        RoutingRequest routing = input.read(front, request, true);
         if (routing == null) {
             admission.run();
             return;

@@ -64,17 +64,22 @@ final class PdRoutes {
     private final Proxy proxy;
     private final WorkerCalls calls;
     private final RouterMetrics metrics;
+    private final ControlClient client;
     private final Duration stageTimeout;
+    private final RoutingInput input;
 
     PdRoutes(RouterConfig config, WorkerRegistry workers, PolicyRegistry policies, Proxy proxy, WorkerCalls calls,
-             RouterMetrics metrics) {
+             RouterMetrics metrics, ControlClient client,
+             RoutingInput input) {
         this.vllmMode = config.pdMode() == PdMode.VLLM;
         this.workers = workers;
         this.policies = policies;
         this.proxy = proxy;
         this.calls = calls;
+        this.client = client;
         this.metrics = metrics;
         this.stageTimeout = Duration.ofSeconds(Math.max(1, config.requestTimeoutSecs()));
+        this.input = input;
     }
 
     /** Whether the inference route {@code route} runs through the PD pipeline (the others go to regular workers). */
@@ -86,7 +91,7 @@ final class PdRoutes {
     InferenceHandler pipeline(String route, String workerPath) {
         boolean twoStage = vllmMode && !route.equals("/generate");
         return (front, request, path, admission) -> {
-            RoutingRequest routing = RoutingInput.read(front, request, true);
+            RoutingRequest routing = input.read(front, request, true);
             if (routing == null) {
                 admission.run();
                 return;
@@ -179,7 +184,7 @@ final class PdRoutes {
         EventLoop loop = front.context().channel().eventLoop();
         Worker prefill = pair.prefill;
         calls.started(prefill);
-        CompletableFuture<ControlClient.Reply> prefillCall = ControlClient.send(loop, HttpMethod.POST,
+        CompletableFuture<ControlClient.Reply> prefillCall = client.send(loop, HttpMethod.POST,
                 prefill.baseUrl(), target, withRank(stageHeaders, prefill), prefillBody, stageTimeout);
         front.setExchange(new FrontendHandler.Exchange() {
             @Override
@@ -248,7 +253,7 @@ final class PdRoutes {
         prefillBody.release();
         calls.started(prefill);
         // The prefill answer is not needed (no logprob merge); it is read and dropped in the background.
-        CompletableFuture<ControlClient.Reply> prefillCall = ControlClient.send(loop, HttpMethod.POST,
+        CompletableFuture<ControlClient.Reply> prefillCall = client.send(loop, HttpMethod.POST,
                 prefill.baseUrl(), target, withRank(headers, prefill), prefillBytes, stageTimeout);
         prefillCall.whenComplete((reply, error) -> {
             stageEnded(prefill, policies.prefillPolicy(), prefillCall, reply, error);
@@ -313,7 +318,7 @@ final class PdRoutes {
         body.release();
         EventLoop loop = front.context().channel().eventLoop();
         calls.started(decode);
-        CompletableFuture<ControlClient.Reply> decodeCall = ControlClient.send(loop, HttpMethod.POST,
+        CompletableFuture<ControlClient.Reply> decodeCall = client.send(loop, HttpMethod.POST,
                 decode.baseUrl(), target, headers, bytes, stageTimeout);
         front.setExchange(new FrontendHandler.Exchange() {
             @Override

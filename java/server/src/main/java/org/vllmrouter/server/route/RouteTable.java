@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import org.vllmrouter.core.config.RouterConfig;
 import org.vllmrouter.core.policy.PolicyRegistry;
+import org.vllmrouter.core.session.SessionIdExtractor;
 import org.vllmrouter.core.worker.WorkerRegistry;
 import org.vllmrouter.discovery.WorkerDiscovery;
 import org.vllmrouter.server.http.FrontendHandler;
@@ -18,10 +19,12 @@ import org.vllmrouter.server.http.RequestHandler;
 import org.vllmrouter.server.http.RequestPath;
 import org.vllmrouter.server.http.Responses;
 import org.vllmrouter.server.kv.KvPlacement;
+import org.vllmrouter.server.metrics.ActivityWindow;
 import org.vllmrouter.server.metrics.RouterMetrics;
 import org.vllmrouter.server.proxy.Proxy;
 import org.vllmrouter.server.proxy.RetryPolicy;
 import org.vllmrouter.server.proxy.WorkerCalls;
+import org.vllmrouter.server.worker.ControlClient;
 import org.vllmrouter.server.worker.WorkerFactory;
 
 /**
@@ -31,13 +34,16 @@ import org.vllmrouter.server.worker.WorkerFactory;
  * <li>{@code INFERENCE}: requests a policy routes to a worker; POST only, behind the admission limiter.</li>
  * <li>{@code ADMIN}: worker and session management; they need the admin API key when one is set.</li>
  * <li>{@code PUBLIC}: health and worker information.</li>
+ * <li>{@code PAGE}: the status page's markup, which holds no data; a browser cannot send a bearer token when it
+ * opens a page, so no key is asked for. The page's data comes from an admin route.</li>
  * </ul>
- * With validation URLs configured, every request but an admin one under an admin key first has its bearer token
- * validated. The lookup uses the normalised path ({@link RequestPath#routeKey()}), so no spelling of a path can slip
- * past its route; a path no route claims goes to the transparent-proxy fallback.
+ * With validation URLs configured, every request but a page or an admin one under an admin key first has its bearer
+ * token validated. The lookup uses the normalised path ({@link RequestPath#routeKey()}), so no spelling of a path can
+ * slip past its route; a path no route claims goes to the transparent-proxy fallback, except under the status page's
+ * {@code /dashboard/}, which a worker does not serve.
  */
 public final class RouteTable implements RequestHandler {
-    private enum Access { PUBLIC, INFERENCE, ADMIN }
+    private enum Access { PUBLIC, INFERENCE, ADMIN, PAGE }
 
     /** {@code method} null: the handler accepts several methods and answers the others itself. */
     private record Route(String label, Access access, HttpMethod method, RouteHandler handler) {}
@@ -46,22 +52,29 @@ public final class RouteTable implements RequestHandler {
 
     private final Map<String, Route> routes = new HashMap<>();
     private final Route responsesItem;
+    private final Route dashboardUnknown;
     private final Route fallback;
     private final Auth auth;
     private final AdmissionLimiter limiter;
     private final Runnable releaseAdmission;
     private final RouterMetrics metrics;
 
+    /** {@code client} makes every one-shot call to a worker: auth validation, PD stages, fan-outs, health waits. */
     public RouteTable(RouterConfig config, WorkerRegistry workers, PolicyRegistry policies, WorkerFactory factory,
                       Proxy proxy, WorkerCalls calls, RouterMetrics metrics, AdmissionLimiter limiter,
-                      KvPlacement kv) {
-        this.auth = new Auth(config.adminApiKey(), config.apiKeyValidationUrls());
+                      ControlClient client, KvPlacement kv) {
+        this.auth = new Auth(config.adminApiKey(), config.apiKeyValidationUrls(), client);
+        if (auth.validationEnabled()) {
+            metrics.countAuthVerdictsDropped(auth::evictedVerdicts);
+        }
         this.limiter = limiter;
         this.releaseAdmission = limiter::release;
         this.metrics = metrics;
         RetryPolicy retry = RetryPolicy.from(config);
+        RoutingInput input = new RoutingInput(
+                new SessionIdExtractor(config.sessionIdHeaders(), config.sessionIdBodyFields()));
         PdRoutes pd = config.isPdMode()
-                ? new PdRoutes(config, workers, policies, proxy, calls, metrics) : null;
+                ? new PdRoutes(config, workers, policies, proxy, calls, metrics, client, input) : null;
 
         // Inference path -> path on the worker.
         Map<String, String> inference = Map.of(
@@ -75,7 +88,7 @@ public final class RouteTable implements RequestHandler {
                 "/inference/v1/generate", "/inference/v1/generate");
         inference.forEach((path, workerPath) -> inference(path, pd != null && PdRoutes.pipelines(path)
                 ? pd.pipeline(path, workerPath)
-                : new InferenceRoute(path, workerPath, policies, proxy, retry, kv)));
+                : new InferenceRoute(path, workerPath, policies, proxy, retry, input, kv)));
 
         HealthRoutes health = new HealthRoutes(workers, WorkerDiscovery.discoversWorkers(config));
         add("/health", Access.PUBLIC, HttpMethod.GET, health::health);
@@ -89,7 +102,7 @@ public final class RouteTable implements RequestHandler {
         SessionRoutes sessions = new SessionRoutes(workers, policies);
         add("/finish_session", Access.ADMIN, HttpMethod.POST, sessions::finishSession);
         add("/sessions", Access.ADMIN, HttpMethod.GET, sessions::sessions);
-        ControlCalls control = new ControlCalls(config, workers);
+        ControlCalls control = new ControlCalls(config, workers, client);
         WorkerRoutes admin = new WorkerRoutes(config, workers, factory, control);
         add("/add_worker", Access.ADMIN, HttpMethod.POST, admin::addWorker);
         add("/remove_worker", Access.ADMIN, HttpMethod.POST, admin::removeWorker);
@@ -99,10 +112,16 @@ public final class RouteTable implements RequestHandler {
         add("/workers", Access.ADMIN, null, admin::workers);
         add(RequestPath.WORKER_ITEM_ROUTE, Access.ADMIN, null, admin::worker);
 
+        DashboardRoutes dashboard = new DashboardRoutes(config, workers, policies,
+                ActivityWindow.of(metrics, workers::all));
+        add(DashboardRoutes.PAGE, Access.PAGE, HttpMethod.GET, dashboard::page);
+        add(DashboardRoutes.STATE, Access.ADMIN, HttpMethod.GET, dashboard::state);
+        dashboardUnknown = new Route(DashboardRoutes.PREFIX + "{unknown}", Access.PAGE, null, dashboard::unknown);
+
         responsesItem = new Route("/v1/responses/{response_id}", Access.PUBLIC, null,
                 new ResponsesRoutes(control)::item);
         fallback = new Route(FrontendHandler.UNMATCHED, Access.PUBLIC, null,
-                new FallbackRoute(config, policies, proxy, retry, pd));
+                new FallbackRoute(config, policies, proxy, retry, pd, input));
     }
 
     private void add(String path, Access access, HttpMethod method, RouteHandler handler) {
@@ -138,7 +157,7 @@ public final class RouteTable implements RequestHandler {
             dispatch(front, request, path, route);
             return;
         }
-        if (!auth.validationEnabled()) {
+        if (route.access() == Access.PAGE || !auth.validationEnabled()) {
             dispatch(front, request, path, route);
             return;
         }
@@ -157,6 +176,9 @@ public final class RouteTable implements RequestHandler {
         Route route = routes.get(routeKey);
         if (route != null) {
             return route;
+        }
+        if (routeKey.startsWith(DashboardRoutes.PREFIX)) {
+            return dashboardUnknown;
         }
         return routeKey.startsWith(RESPONSES_ITEM_PREFIX) ? responsesItem : fallback;
     }

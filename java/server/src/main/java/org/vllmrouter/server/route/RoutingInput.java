@@ -20,18 +20,22 @@ import org.vllmrouter.server.http.JsonBodyCheck;
 import org.vllmrouter.server.http.Responses;
 
 /**
- * What the policies see of a request: its session id and model (headers first, then top-level JSON fields, read in
- * one streaming pass without a tree), once its body has been checked.
+ * What the policies see of a request: its session id and model (the configured headers first, then the configured
+ * JSON fields, read in one streaming pass without a tree), once its body has been checked.
  */
 final class RoutingInput {
-    private RoutingInput() {}
+    private final SessionIdExtractor sessionIds;
+
+    RoutingInput(SessionIdExtractor sessionIds) {
+        this.sessionIds = sessionIds;
+    }
 
     /**
      * The routing view of {@code request}, or null once the client has its 400 (bad JSON, conflicting or invalid
      * session ids) and the request is released. {@code jsonRequired}: the body must be a JSON object; otherwise it
      * is checked only when it is not empty and its content type is JSON (or missing).
      */
-    static RoutingRequest read(FrontendHandler front, FullHttpRequest request, boolean jsonRequired) {
+    RoutingRequest read(FrontendHandler front, FullHttpRequest request, boolean jsonRequired) {
         HttpHeaders headers = request.headers();
         List<String> ids = headers.getAll("x-session-id");
         if (ids.size() > 1 && ids.stream().distinct().count() > 1) {
@@ -49,7 +53,7 @@ final class RoutingInput {
                 return null;
             }
         }
-        Extraction extraction = SessionIdExtractor.extract(lookup, body.isReadable() ? source : BodySource.EMPTY);
+        Extraction extraction = sessionIds.extract(lookup, body.isReadable() ? source : BodySource.EMPTY);
         if (extraction.invalidReason() != null) {
             reject(front, request, extraction.invalidReason());
             return null;

@@ -6,8 +6,6 @@ import io.netty.handler.codec.http.HttpResponseStatus;
 import java.util.Map;
 import java.util.TreeMap;
 import org.vllmrouter.core.policy.PolicyRegistry;
-import org.vllmrouter.core.session.BodySource;
-import org.vllmrouter.core.session.Extraction;
 import org.vllmrouter.core.session.SessionIdExtractor;
 import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.worker.Worker;
@@ -44,9 +42,9 @@ public final class SessionRoutes {
             return badRequest(front, "Missing required query parameter 'session_id'");
         }
         // The engine's own rule for ids decides what is acceptable, exactly as for routed requests.
-        Extraction check = SessionIdExtractor.extract(name -> "x-session-id".equals(name) ? id : null, BodySource.EMPTY);
-        if (check.invalidReason() != null) {
-            return badRequest(front, check.invalidReason());
+        String problem = SessionIdExtractor.problemWith(id);
+        if (problem != null) {
+            return badRequest(front, "Invalid session id in query parameter 'session_id': " + problem);
         }
         policies.finishSession(id);
         return Responses.json(front.context().alloc(), HttpResponseStatus.OK, Json.object(g -> {
@@ -82,7 +80,10 @@ public final class SessionRoutes {
             g.writeNumberField("started", stats.started());
             g.writeNumberField("released", stats.released());
             g.writeNumberField("expired", stats.expired());
+            g.writeNumberField("evicted", stats.evicted());
             g.writeNumberField("rebound", stats.rebound());
+            g.writeStringField("session_store", policies.sessionStore().description());
+            g.writeBooleanField("degraded", policies.sessionStore().degraded());
         });
     }
 

@@ -105,12 +105,12 @@ final class WorkerRoutes {
             return CompletableFuture.completedFuture("Worker " + url + " already exists");
         }
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(config.workerStartupTimeoutSecs());
-        return StartupWait.untilHealthy(loop, List.of(url), config.healthCheckEndpoint(),
+        return StartupWait.untilHealthy(control.client(), loop, List.of(url), config.healthCheckEndpoint(),
                         Math.max(1, config.workerStartupCheckInterval()), deadline)
-                .thenApply(healthy -> {
-                    if (!healthy) {
+                .thenApply(outcome -> {
+                    if (!outcome.healthy()) {
                         return "Timeout " + config.workerStartupTimeoutSecs() + "s waiting for worker " + url
-                                + " to become healthy";
+                                + " to become healthy (last health check: " + outcome.lastFailures() + ")";
                     }
                     boolean added = false;
                     for (Worker w : created) {

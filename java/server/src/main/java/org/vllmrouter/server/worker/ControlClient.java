@@ -22,6 +22,7 @@ import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpObjectAggregator;
 import io.netty.handler.codec.http.HttpVersion;
+import io.netty.util.concurrent.Future;
 import java.io.IOException;
 import java.nio.channels.ClosedChannelException;
 import java.time.Duration;
@@ -30,13 +31,14 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.vllmrouter.server.proxy.Transport;
 import org.vllmrouter.server.proxy.WorkerAddress;
+import org.vllmrouter.server.proxy.WorkerTls;
 
 /**
  * One-shot HTTP exchanges on a fresh connection ({@code Connection: close}) for the control plane: health probes,
  * start-up waits, fan-outs (/get_loads, /flush_cache, responses), API-key validation, and the PD stages that are
  * read whole (prefill, and decode when logprobs are merged). Relayed requests do not use this; they go through the
- * proxy's pooled connections. Cancelling the returned future closes the connection, which is how a worker learns
- * the caller went away.
+ * proxy's pooled connections. Connections to {@code https} workers go through the same {@link WorkerTls} as the
+ * proxy's. Cancelling the returned future closes the connection, which is how a worker learns the caller went away.
  */
 public final class ControlClient {
     /** A complete reply; the body is copied out so no reference-counted buffer escapes. */
@@ -48,9 +50,13 @@ public final class ControlClient {
 
     private static final int MAX_REPLY_BYTES = 64 * 1024 * 1024;
 
-    private ControlClient() {}
+    private final WorkerTls tls;
 
-    public static CompletableFuture<Reply> send(EventLoop loop, HttpMethod method, String baseUrl, String target,
+    public ControlClient(WorkerTls tls) {
+        this.tls = tls;
+    }
+
+    public CompletableFuture<Reply> send(EventLoop loop, HttpMethod method, String baseUrl, String target,
                                          HttpHeaders extraHeaders, byte[] body, Duration timeout) {
         CompletableFuture<Reply> result = new CompletableFuture<>();
         WorkerAddress address;
@@ -89,25 +95,37 @@ public final class ControlClient {
                 result.completeExceptionally(f.cause());
                 return;
             }
-            ByteBuf content = body == null ? Unpooled.EMPTY_BUFFER : Unpooled.wrappedBuffer(body);
-            FullHttpRequest request = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, method, target, content);
-            if (extraHeaders != null) {
-                request.headers().set(extraHeaders);
-            }
-            request.headers().set(HttpHeaderNames.HOST, address.hostHeader());
-            request.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
-            request.headers().setInt(HttpHeaderNames.CONTENT_LENGTH, content.readableBytes());
-            if (body != null && !request.headers().contains(HttpHeaderNames.CONTENT_TYPE)) {
-                request.headers().set(HttpHeaderNames.CONTENT_TYPE, HttpHeaderValues.APPLICATION_JSON);
-            }
-            f.channel().writeAndFlush(request).addListener((ChannelFutureListener) w -> {
-                if (!w.isSuccess()) {
-                    result.completeExceptionally(w.cause());
-                    w.channel().close();
+            tls.secure(f.channel(), baseUrl).addListener((Future<Channel> secured) -> {
+                if (secured.isSuccess()) {
+                    write(secured.getNow(), address, method, target, extraHeaders, body, result);
+                } else {
+                    result.completeExceptionally(secured.cause());
+                    f.channel().close();
                 }
             });
         });
         return result;
+    }
+
+    private static void write(Channel channel, WorkerAddress address, HttpMethod method, String target,
+                              HttpHeaders extraHeaders, byte[] body, CompletableFuture<Reply> result) {
+        ByteBuf content = body == null ? Unpooled.EMPTY_BUFFER : Unpooled.wrappedBuffer(body);
+        FullHttpRequest request = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, method, target, content);
+        if (extraHeaders != null) {
+            request.headers().set(extraHeaders);
+        }
+        request.headers().set(HttpHeaderNames.HOST, address.hostHeader());
+        request.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+        request.headers().setInt(HttpHeaderNames.CONTENT_LENGTH, content.readableBytes());
+        if (body != null && !request.headers().contains(HttpHeaderNames.CONTENT_TYPE)) {
+            request.headers().set(HttpHeaderNames.CONTENT_TYPE, HttpHeaderValues.APPLICATION_JSON);
+        }
+        channel.writeAndFlush(request).addListener((ChannelFutureListener) w -> {
+            if (!w.isSuccess()) {
+                result.completeExceptionally(w.cause());
+                w.channel().close();
+            }
+        });
     }
 
     private static final class ReplyHandler extends SimpleChannelInboundHandler<FullHttpResponse> {

@@ -19,12 +19,15 @@ public final class DiscoveredWorkerSink implements WorkerSink {
     private final RouterConfig config;
     private final WorkerRegistry workers;
     private final WorkerFactory factory;
+    private final ControlClient client;
     private final EventLoop loop;
 
-    public DiscoveredWorkerSink(RouterConfig config, WorkerRegistry workers, WorkerFactory factory, EventLoop loop) {
+    public DiscoveredWorkerSink(RouterConfig config, WorkerRegistry workers, WorkerFactory factory,
+                                ControlClient client, EventLoop loop) {
         this.config = config;
         this.workers = workers;
         this.factory = factory;
+        this.client = client;
         this.loop = loop;
     }
 
@@ -35,12 +38,12 @@ public final class DiscoveredWorkerSink implements WorkerSink {
             return CompletableFuture.completedFuture(Outcome.ALREADY_REGISTERED);
         }
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(config.workerStartupTimeoutSecs());
-        CompletableFuture<Boolean> wait = StartupWait.untilHealthy(loop, List.of(url), config.healthCheckEndpoint(),
-                Math.max(1, config.workerStartupCheckInterval()), deadline);
+        CompletableFuture<StartupWait.Outcome> wait = StartupWait.untilHealthy(client, loop, List.of(url),
+                config.healthCheckEndpoint(), Math.max(1, config.workerStartupCheckInterval()), deadline);
         CompletableFuture<Outcome> result = new CompletableFuture<>();
         result.whenComplete((outcome, error) -> wait.cancel(false));
-        wait.thenAccept(healthy -> {
-            if (!healthy) {
+        wait.thenAccept(health -> {
+            if (!health.healthy()) {
                 result.complete(Outcome.UNHEALTHY);
                 return;
             }

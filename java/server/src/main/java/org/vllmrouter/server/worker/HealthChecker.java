@@ -21,6 +21,7 @@ public final class HealthChecker implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(HealthChecker.class.getName());
 
     private final WorkerRegistry workers;
+    private final ControlClient client;
     private final EventLoop loop;
     private final String endpoint;
     private final Duration timeout;
@@ -28,8 +29,10 @@ public final class HealthChecker implements AutoCloseable {
     private volatile boolean closed;
     private ScheduledFuture<?> next;
 
-    public HealthChecker(WorkerRegistry workers, EventLoop loop, String endpoint, int intervalSecs, int timeoutSecs) {
+    public HealthChecker(WorkerRegistry workers, ControlClient client, EventLoop loop, String endpoint, int intervalSecs,
+                         int timeoutSecs) {
         this.workers = workers;
+        this.client = client;
         this.loop = loop;
         this.endpoint = endpoint;
         this.timeout = Duration.ofSeconds(Math.max(1, timeoutSecs));
@@ -52,12 +55,13 @@ public final class HealthChecker implements AutoCloseable {
             byBase.computeIfAbsent(w.baseUrl(), k -> new java.util.ArrayList<>()).add(w);
         }
         CompletableFuture<?>[] probes = byBase.entrySet().stream()
-                .map(e -> StartupWait.probe(loop, e.getKey(), endpoint, timeout).thenAccept(ok -> {
+                .map(e -> StartupWait.probe(client, loop, e.getKey(), endpoint, timeout).thenAccept(probe -> {
                     for (Worker w : e.getValue()) {
                         boolean was = w.isHealthy();
-                        w.recordHealthCheck(ok);
+                        w.recordHealthCheck(probe.healthy());
                         if (was != w.isHealthy()) {
-                            LOG.info("Worker " + w.url() + " is now " + (w.isHealthy() ? "healthy" : "unhealthy"));
+                            LOG.info("Worker " + w.url() + " is now "
+                                    + (w.isHealthy() ? "healthy" : "unhealthy (" + probe.failure() + ")"));
                         }
                     }
                 }))

@@ -1,0 +1,66 @@
+-- Routes one request of a session that the calling router does not hold a live binding for: keeps the binding
+-- when it is live (idle less than the TTL) and its worker is a candidate, else binds the candidate with the
+-- fewest sessions. The router passes the candidates in tie-break order (rendezvous weight of the session id,
+-- then candidate order), so the first candidate with the fewest sessions wins and no hashing happens here.
+-- KEYS: binding, idle, counts, stats
+-- ARGV: session id, now (ms), ttl (ms), epoch to set if the pool has none, candidate URL 1 .. n
+-- Reply: {outcome, url, sessions on url, epoch, dropped keys}
+local binding, idle, counts, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local id, now, ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local FIRST = 5
+
+-- A key of the wrong type (left by someone else) is dropped and reported, then treated as absent.
+local dropped = {}
+local function expect(key, kind)
+  local found = redis.call('TYPE', key)['ok']
+  if found ~= 'none' and found ~= kind then
+    redis.call('DEL', key)
+    dropped[#dropped + 1] = key .. ' (' .. found .. ')'
+  end
+end
+expect(binding, 'string')
+expect(idle, 'zset')
+expect(counts, 'hash')
+expect(stats, 'hash')
+
+redis.call('HSETNX', stats, 'epoch', ARGV[4])
+local epoch = redis.call('HGET', stats, 'epoch')
+
+local function unbind(url)
+  if redis.call('HINCRBY', counts, url, -1) <= 0 then
+    redis.call('HDEL', counts, url)
+  end
+end
+
+local bound = redis.call('GET', binding)
+local outcome
+if bound then
+  local last = redis.call('ZSCORE', idle, id)
+  if last and now - tonumber(last) < ttl then
+    for i = FIRST, #ARGV do
+      if ARGV[i] == bound then
+        redis.call('ZADD', idle, 'GT', now, id)
+        return {'existing', bound, tonumber(redis.call('HGET', counts, bound)) or 0, epoch, dropped}
+      end
+    end
+  end
+  unbind(bound)
+  redis.call('HINCRBY', stats, 'rebound', 1)
+  outcome = 'rebound'
+else
+  redis.call('HINCRBY', stats, 'started', 1)
+  outcome = 'started'
+end
+
+local loads = redis.call('HMGET', counts, unpack(ARGV, FIRST))
+local best, fewest = 1, nil
+for i = 1, #loads do
+  local n = tonumber(loads[i]) or 0
+  if fewest == nil or n < fewest then
+    best, fewest = i, n
+  end
+end
+local url = ARGV[FIRST + best - 1]
+redis.call('SET', binding, url)
+redis.call('ZADD', idle, now, id)
+return {outcome, url, redis.call('HINCRBY', counts, url, 1), epoch, dropped}
