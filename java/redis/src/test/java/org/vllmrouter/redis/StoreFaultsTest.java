@@ -58,8 +58,9 @@ class StoreFaultsTest {
     @Test
     void aStoreThatStopsAnsweringDegradesRoutingToLocalDecisionsThenReconciles() throws Exception {
         RedisSessionStore storeA = replica();
+        RedisSessionStore storeB = replica();
         SessionTable a = storeA.table("default");
-        SessionTable b = replica().table("default");
+        SessionTable b = storeB.table("default");
         Map<String, Worker> before = new HashMap<>();
         for (int i = 0; i < 6; i++) {
             before.put("old-" + i, a.route("m", "old-" + i, workers).worker());
@@ -81,7 +82,7 @@ class StoreFaultsTest {
         } finally {
             redis.resume();
         }
-        eventually("the store answers again", () -> !storeA.degraded());
+        eventually("the store answers again", () -> !storeA.degraded() && !storeB.degraded());
         SessionStats s = b.stats();
         assertConserved(s);
         assertEquals(5 + 4, s.activeSessions(), "6 old + 5 new - 2 released " + s);
