@@ -31,10 +31,7 @@ public final class EngineRunner {
 
     /** Returns the process exit code. */
     public static int serve(InputStream configSource, boolean stdinIsLifeline) {
-        if (System.getProperty(LOG_FORMAT_PROPERTY) == null) {
-            // One line per record on stderr, unless the launcher chose a format.
-            System.setProperty(LOG_FORMAT_PROPERTY, "%1$tF %1$tT %4$s %3$s: %5$s%6$s%n");
-        }
+        useOneLineLogFormat();
         PrintStream out = System.out;
         BufferedReader reader = new BufferedReader(new InputStreamReader(configSource, StandardCharsets.UTF_8));
         String json;
@@ -142,7 +139,18 @@ public final class EngineRunner {
         }
     }
 
-    private static void applyLogLevel(String level) {
+    /**
+     * One line per log record on stderr, unless the launcher chose a format. Call it before
+     * anything logs: the console handler reads the format once.
+     */
+    public static void useOneLineLogFormat() {
+        if (System.getProperty(LOG_FORMAT_PROPERTY) == null) {
+            System.setProperty(LOG_FORMAT_PROPERTY, "%1$tF %1$tT %4$s %3$s: %5$s%6$s%n");
+        }
+    }
+
+    /** The JVM-wide log level for RouterArgs' {@code log_level}; null keeps the current one. */
+    public static void applyLogLevel(String level) {
         if (level == null) {
             return;
         }
