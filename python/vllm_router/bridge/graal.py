@@ -18,8 +18,10 @@ from typing import Optional
 from vllm_router.bridge import EngineConfigError, EngineStartupError
 
 _ROUTER_SERVER = "org.vllmrouter.server.RouterServer"
+_ENGINE_RUNNER = "org.vllmrouter.server.EngineRunner"
 _ROUTER_CONFIG = "org.vllmrouter.core.config.RouterConfig"
 _CONFIG_EXCEPTION = "org.vllmrouter.core.config.ConfigException"
+_START_EXCEPTION = "org.vllmrouter.server.RouterStartException"
 
 
 def start_engine(config_json: str, startup_timeout: Optional[float] = None) -> "InProcessEngine":
@@ -33,12 +35,21 @@ def start_engine(config_json: str, startup_timeout: Optional[float] = None) -> "
     try:
         config = java.type(_ROUTER_CONFIG).fromJson(config_json)
         config.validate()
+        # As the engine's own process does: log_level applies to the whole JVM.
+        java.type(_ENGINE_RUNNER).applyLogLevel(config.logLevel())
         server = java.type(_ROUTER_SERVER).start(config)
     except java.type(_CONFIG_EXCEPTION) as e:
         raise EngineConfigError(str(e.getMessage())) from None
-    except java.type("java.lang.Exception") as e:
-        raise EngineStartupError(f"Router engine failed to start: {e.getMessage()}") from None
-    return InProcessEngine(server)
+    except java.type(_START_EXCEPTION) as e:
+        raise EngineStartupError(str(e.getMessage())) from None
+    try:
+        return InProcessEngine(server)
+    except BaseException:
+        # A stop signal that arrived while the engine started (Router.start raises out of its
+        # handler): the engine was never handed out, so it stops here, as the process bridge
+        # stops a half-started child.
+        server.close()
+        raise
 
 
 class InProcessEngine:
