@@ -7,8 +7,9 @@ parses its argv under GraalPy, with `vllm_router.engine_config.config_json_from_
 
 `start_engine` returns the engine handle every bridge returns (see `bridge/__init__.py`), plus
 `finish_session(id)` and `session_stats()` as direct calls (see docs/architecture.md, 'The process
-bridge'). `java` is imported inside the
-functions that need it, so this module imports on any runtime.
+bridge'). `java_executable()` and `class_path()` say how to start another JVM with the engine's
+classes. `java` is imported inside the functions that need it, so this module imports on any
+runtime.
 """
 
 import json
@@ -22,6 +23,21 @@ _ENGINE_RUNNER = "org.vllmrouter.server.EngineRunner"
 _ROUTER_CONFIG = "org.vllmrouter.core.config.RouterConfig"
 _CONFIG_EXCEPTION = "org.vllmrouter.core.config.ConfigException"
 _START_EXCEPTION = "org.vllmrouter.server.RouterStartException"
+_HOST_JVM = "org.vllmrouter.host.HostJvm"
+
+
+def java_executable() -> str:
+    """The `java` that runs this JVM."""
+    import java
+
+    return str(java.type(_HOST_JVM).javaExecutable())
+
+
+def class_path() -> str:
+    """This JVM's class path: the launcher's jars, the engine's classes among them."""
+    import java
+
+    return str(java.type(_HOST_JVM).classPath())
 
 
 def start_engine(config_json: str, startup_timeout: Optional[float] = None) -> "InProcessEngine":
