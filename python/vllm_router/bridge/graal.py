@@ -2,19 +2,22 @@
 
 `Router.launch()` / `Router.start()` use it when the interpreter is GraalPy (`start_engine`): the
 engine starts in this JVM (`RouterServer.start(RouterConfig.fromJson(json))`) and session calls
-are direct Java calls instead of HTTP. (The `vllm-router launch` / `print-config` launcher only
-parses its argv under GraalPy, with `vllm_router.engine_config.config_json_from_argv`.)
+are direct Java calls instead of HTTP. `vllm-router python SCRIPT` runs a whole program this way.
+(The `vllm-router launch` / `print-config` launcher only parses its argv under GraalPy, with
+`vllm_router.engine_config.config_json_from_argv`.)
 
 `start_engine` returns the engine handle every bridge returns (see `bridge/__init__.py`), plus
 `finish_session(id)` and `session_stats()` as direct calls (see docs/architecture.md, 'The process
-bridge'). `java_executable()` and `class_path()` say how to start another JVM with the engine's
-classes. `java` is imported inside the functions that need it, so this module imports on any
-runtime.
+bridge'). An engine still running when the interpreter exits is drained and stopped then, as the
+process bridge's child JVM is when its lifeline closes. `java_executable()` and `class_path()`
+say how to start another JVM with the engine's classes. `java` is imported inside the functions
+that need it, so this module imports on any runtime.
 """
 
+import atexit
 import json
 import threading
-from typing import Optional
+from typing import Optional, Set
 
 from vllm_router.bridge import EngineConfigError, EngineStartupError
 
@@ -24,6 +27,9 @@ _ROUTER_CONFIG = "org.vllmrouter.core.config.RouterConfig"
 _CONFIG_EXCEPTION = "org.vllmrouter.core.config.ConfigException"
 _START_EXCEPTION = "org.vllmrouter.server.RouterStartException"
 _HOST_JVM = "org.vllmrouter.host.HostJvm"
+
+_running: Set["InProcessEngine"] = set()
+_running_lock = threading.Lock()
 
 
 def java_executable() -> str:
@@ -79,6 +85,8 @@ class InProcessEngine:
         self.stop_requested = False
         self._stopped = threading.Event()
         self._stop_lock = threading.Lock()
+        with _running_lock:
+            _running.add(self)
 
     def finish_session(self, session_id: str) -> None:
         """Release a session now, as `POST /finish_session`; an unknown id is a no-op."""
@@ -114,4 +122,14 @@ class InProcessEngine:
         try:
             self._server.close()
         finally:
+            with _running_lock:
+                _running.discard(self)
             self._stopped.set()
+
+
+@atexit.register
+def _stop_running_engines() -> None:
+    with _running_lock:
+        engines = list(_running)
+    for engine in engines:
+        engine.stop()
