@@ -1,35 +1,31 @@
 """The GraalPy bridge: Python running inside the router's JVM drives the engine in-process.
 
 `Router.launch()` / `Router.start()` use it when the interpreter is GraalPy (`start_engine`): the
-engine starts in this JVM (`RouterServer.start(RouterConfig.fromJson(json))`) and session calls
-are direct Java calls instead of HTTP. `vllm-router python SCRIPT` runs a whole program this way.
-(The `vllm-router launch` / `print-config` launcher only parses its argv under GraalPy, with
+engine starts in this JVM (`InProcessEngines.start(RouterConfig.fromJson(json))`) and session
+calls are direct Java calls instead of HTTP. `vllm-router python SCRIPT` runs a whole program this
+way. (The `vllm-router launch` / `print-config` launcher only parses its argv under GraalPy, with
 `vllm_router.engine_config.config_json_from_argv`.)
 
 `start_engine` returns the engine handle every bridge returns (see `bridge/__init__.py`), plus
 `finish_session(id)` and `session_stats()` as direct calls (see docs/architecture.md, 'The process
-bridge'). An engine still running when the interpreter exits is drained and stopped then, as the
-process bridge's child JVM is when its lifeline closes. `java_executable()` and `class_path()`
-say how to start another JVM with the engine's classes. `java` is imported inside the functions
-that need it, so this module imports on any runtime.
+bridge'). An engine still running when the JVM shuts down (the program ended, or SIGTERM) drains
+its in-flight requests first, as the process bridge's child JVM does when its lifeline closes.
+`java_executable()` and `class_path()` say how to start another JVM with the engine's classes.
+`java` is imported inside the functions that need it, so this module imports on any runtime.
 """
 
-import atexit
 import json
 import threading
-from typing import Optional, Set
+from typing import Optional
 
 from vllm_router.bridge import EngineConfigError, EngineStartupError
 
-_ROUTER_SERVER = "org.vllmrouter.server.RouterServer"
+_IN_PROCESS_ENGINES = "org.vllmrouter.host.InProcessEngines"
 _ENGINE_RUNNER = "org.vllmrouter.server.EngineRunner"
 _ROUTER_CONFIG = "org.vllmrouter.core.config.RouterConfig"
 _CONFIG_EXCEPTION = "org.vllmrouter.core.config.ConfigException"
 _START_EXCEPTION = "org.vllmrouter.server.RouterStartException"
 _HOST_JVM = "org.vllmrouter.host.HostJvm"
-
-_running: Set["InProcessEngine"] = set()
-_running_lock = threading.Lock()
 
 
 def java_executable() -> str:
@@ -59,25 +55,27 @@ def start_engine(config_json: str, startup_timeout: Optional[float] = None) -> "
         config.validate()
         # As the engine's own process does: log_level applies to the whole JVM.
         java.type(_ENGINE_RUNNER).applyLogLevel(config.logLevel())
-        server = java.type(_ROUTER_SERVER).start(config)
+        engines = java.type(_IN_PROCESS_ENGINES)
+        server = engines.start(config)
     except java.type(_CONFIG_EXCEPTION) as e:
         raise EngineConfigError(str(e.getMessage())) from None
     except java.type(_START_EXCEPTION) as e:
         raise EngineStartupError(str(e.getMessage())) from None
     try:
-        return InProcessEngine(server)
+        return InProcessEngine(engines, server)
     except BaseException:
         # A stop signal that arrived while the engine started (Router.start raises out of its
         # handler): the engine was never handed out, so it stops here, as the process bridge
         # stops a half-started child.
-        server.close()
+        engines.stop(server)
         raise
 
 
 class InProcessEngine:
     """A `RouterServer` running in this JVM."""
 
-    def __init__(self, server):
+    def __init__(self, engines, server):
+        self._engines = engines
         self._server = server
         self.port: int = int(server.port())
         self.metrics_port: int = int(server.metricsPort())
@@ -85,8 +83,6 @@ class InProcessEngine:
         self.stop_requested = False
         self._stopped = threading.Event()
         self._stop_lock = threading.Lock()
-        with _running_lock:
-            _running.add(self)
 
     def finish_session(self, session_id: str) -> None:
         """Release a session now, as `POST /finish_session`; an unknown id is a no-op."""
@@ -120,16 +116,6 @@ class InProcessEngine:
 
     def _close(self) -> None:
         try:
-            self._server.close()
+            self._engines.stop(self._server)
         finally:
-            with _running_lock:
-                _running.discard(self)
             self._stopped.set()
-
-
-@atexit.register
-def _stop_running_engines() -> None:
-    with _running_lock:
-        engines = list(_running)
-    for engine in engines:
-        engine.stop()

@@ -49,9 +49,9 @@ final class PythonProgram {
      * would end with.
      */
     static int run(PythonCommandLine commandLine, InputStream in, OutputStream out, OutputStream err) {
-        // Closing the context waits for non-daemon threads, runs the atexit handlers (the
-        // in-process bridge stops a router the program left running there) and flushes
-        // sys.stdout and sys.stderr, as the interpreter does at exit.
+        // Closing the context waits for non-daemon threads, runs the atexit handlers and flushes
+        // sys.stdout and sys.stderr, as the interpreter does at exit. A router the program left
+        // running drains when the JVM exits (InProcessEngines).
         try (Context context = contextFor(commandLine, in, out, err)) {
             return runProgram(context, commandLine, err);
         }

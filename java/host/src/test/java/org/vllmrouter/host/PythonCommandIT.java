@@ -31,7 +31,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
  * {@code bin/vllm-router python SCRIPT} as a user runs it: a trainer script starts the engine in
  * the launcher's JVM and calls it directly; bad input ends as {@code python} ends (status and
  * first/last lines of stderr); and whatever way the program ends, the process exits and a router
- * it left running is drained first (an in-flight request still gets its answer).
+ * it left running drains first (an in-flight request still gets its answer).
  */
 class PythonCommandIT {
 
@@ -211,6 +211,28 @@ class PythonCommandIT {
             List<String> stderr = lines(run.stderr());
             assertTrue(stderr.contains("Traceback (most recent call last):"), run.stderr());
             assertEquals("KeyboardInterrupt", last(stderr), run.stderr());
+        } finally {
+            workers.workers().forEach(w -> w.knobs().latencyMs(0));
+        }
+    }
+
+    @Test
+    void sigtermEndsTheProgramAtOnceButTheRouterItStartedDrainsFirst() throws Exception {
+        Path script = write("terminated.py", LAUNCH + """
+                import time
+                try:
+                    time.sleep(600)
+                finally:
+                    print("finally ran", flush=True)
+                """);
+        try (LauncherProcess run = python(Map.of(), withWorkerUrls(script))) {
+            String url = run.readLine();
+            CompletableFuture<HttpResponse<String>> inFlight = slowRequestInFlight(url);
+            run.signal("TERM");
+            assertEquals(200, inFlight.get(60, TimeUnit.SECONDS).statusCode(), "the in-flight request was cut");
+            // As CPython's default SIGTERM action: no Python clean-up runs, the status is 128 + 15.
+            assertEquals(143, run.waitForExit(), run.stderr());
+            assertEquals("", run.remainingStdout());
         } finally {
             workers.workers().forEach(w -> w.knobs().latencyMs(0));
         }
