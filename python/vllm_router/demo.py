@@ -23,7 +23,7 @@ import time
 import urllib.request
 from typing import List, Optional
 
-from .bridge.engine_command import engine_command, engine_jar, read_event
+from .bridge.engine_command import engine_class_path, engine_command, read_event
 from .bridge.java_runtime import find_java
 from .router import Router
 from .router_args import RouterArgs
@@ -56,7 +56,7 @@ class MockWorkers:
 
     def __init__(self, count: int, knobs: Optional[dict] = None):
         knob_args = [f"--{name}={value}" for name, value in (knobs or {}).items()]
-        command = engine_command(find_java(), engine_jar(),
+        command = engine_command(find_java(), engine_class_path(),
                                  ["mock-worker", "--count", str(count), "--lifeline", *knob_args])
         self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         ready = read_event(self._process.stdout)
@@ -84,7 +84,7 @@ def run_workload(router_url: str, sessions: int, turns: int, concurrency: int,
     With `progress_label`, the turns done so far are shown on one updating terminal line.
     """
     command = engine_command(
-        find_java(), engine_jar(),
+        find_java(), engine_class_path(),
         ["--router", router_url, "--sessions", str(sessions), "--turns", str(turns),
          "--concurrency", str(concurrency), "--prompt-tokens", str(PROMPT_TOKENS_PER_TURN),
          "--output-tokens", str(OUTPUT_TOKENS), "--json"]

@@ -5,7 +5,8 @@ Two bridges share one shape, so `vllm_router.router` does not care which one run
 * `process` (CPython): the engine in a child JVM, configured over stdin, which also serves as
   the lifeline. `engine_command` builds that JVM's command line and reads its ready line;
   `class_cache` makes the JVM start faster; `java_runtime` finds the Java that runs it.
-* `graal` (GraalPy): the engine in the same JVM, owned by the launcher module.
+* `graal` (GraalPy): the engine in the same JVM, owned by the launcher module
+  (`vllm-router python SCRIPT` runs a program there).
 
 Each bridge module provides `start_engine(config_json: str, startup_timeout: Optional[float])`
 returning an engine handle with `url`, `port`, `metrics_port`, `wait(timeout=None) -> int`

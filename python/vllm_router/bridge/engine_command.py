@@ -6,7 +6,8 @@ demo (mock workers). See docs/architecture.md, "The process bridge".
 
 The command: `java <JVM options> -cp <engine jar> <main class> <arguments>`, where the JVM
 options are ours (start-up time, footprint), then `$VLLM_ROUTER_JVM_OPTS` (so a user's flag wins
-over ours), then any the caller adds (the class cache's).
+over ours), then any the caller adds (the class cache's). Under `vllm-router python` (GraalPy)
+there is no engine jar: `engine_class_path()` is the launcher's own class path instead.
 
 The answer: the first stdout line that is a JSON object whose `event` is `ready` or `error` (a
 JVM may print other lines first, such as AOT progress). `{"event":"error","kind":"config",
@@ -18,7 +19,7 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import IO, Callable, List, Optional, Sequence
+from typing import IO, Callable, List, Optional, Sequence, Union
 
 from . import EngineConfigError, EngineStartupError
 from .java_runtime import JavaRuntime
@@ -49,6 +50,16 @@ def engine_jar() -> Path:
     return jar
 
 
+def engine_class_path() -> str:
+    """Where a new JVM finds the engine's classes: the engine jar (`engine_jar()`), or inside the
+    `vllm-router` JVM (GraalPy) the class path of that JVM, whose distribution has no engine jar."""
+    if sys.implementation.name == "graalpy":
+        from . import graal
+
+        return graal.class_path()
+    return str(engine_jar())
+
+
 def jvm_options() -> List[str]:
     """JVM flags chosen for start-up time and a small footprint, plus $VLLM_ROUTER_JVM_OPTS."""
     return [
@@ -61,11 +72,11 @@ def jvm_options() -> List[str]:
     ]
 
 
-def engine_command(java: JavaRuntime, jar: Path, arguments: Sequence[str],
+def engine_command(java: JavaRuntime, class_path: Union[Path, str], arguments: Sequence[str],
                    extra_jvm_options: Sequence[str] = (),
                    main_class: str = ENGINE_MAIN_CLASS) -> List[str]:
-    """The command line that runs `main_class <arguments>` from the engine jar."""
-    return [java.executable, *jvm_options(), *extra_jvm_options, "-cp", str(jar), main_class,
+    """The command line that runs `main_class <arguments>` from the engine jar (or class path)."""
+    return [java.executable, *jvm_options(), *extra_jvm_options, "-cp", str(class_path), main_class,
             *arguments]
 
 

@@ -1,14 +1,17 @@
 """The GraalPy bridge: Python running inside the router's JVM drives the engine in-process.
 
 `Router.launch()` / `Router.start()` use it when the interpreter is GraalPy (`start_engine`): the
-engine starts in this JVM (`RouterServer.start(RouterConfig.fromJson(json))`) and session calls
-are direct Java calls instead of HTTP. (The `vllm-router launch` / `print-config` launcher only
-parses its argv under GraalPy, with `vllm_router.engine_config.config_json_from_argv`.)
+engine starts in this JVM (`InProcessEngines.start(RouterConfig.fromJson(json))`) and session
+calls are direct Java calls instead of HTTP. `vllm-router python SCRIPT` runs a whole program this
+way. (The `vllm-router launch` / `print-config` launcher only parses its argv under GraalPy, with
+`vllm_router.engine_config.config_json_from_argv`.)
 
 `start_engine` returns the engine handle every bridge returns (see `bridge/__init__.py`), plus
 `finish_session(id)` and `session_stats()` as direct calls (see docs/architecture.md, 'The process
-bridge'). `java` is imported inside the
-functions that need it, so this module imports on any runtime.
+bridge'). An engine still running when the JVM shuts down (the program ended, or SIGTERM) drains
+its in-flight requests first, as the process bridge's child JVM does when its lifeline closes.
+`java_executable()` and `class_path()` say how to start another JVM with the engine's classes.
+`java` is imported inside the functions that need it, so this module imports on any runtime.
 """
 
 import json
@@ -17,10 +20,26 @@ from typing import Optional
 
 from vllm_router.bridge import EngineConfigError, EngineStartupError
 
-_ROUTER_SERVER = "org.vllmrouter.server.RouterServer"
 _ENGINE_LOGGING = "org.vllmrouter.server.EngineLogging"
+_IN_PROCESS_ENGINES = "org.vllmrouter.host.InProcessEngines"
 _ROUTER_CONFIG = "org.vllmrouter.core.config.RouterConfig"
 _CONFIG_EXCEPTION = "org.vllmrouter.core.config.ConfigException"
+_START_EXCEPTION = "org.vllmrouter.server.RouterStartException"
+_HOST_JVM = "org.vllmrouter.host.HostJvm"
+
+
+def java_executable() -> str:
+    """The `java` that runs this JVM."""
+    import java
+
+    return str(java.type(_HOST_JVM).javaExecutable())
+
+
+def class_path() -> str:
+    """This JVM's class path: the launcher's jars, the engine's classes among them."""
+    import java
+
+    return str(java.type(_HOST_JVM).classPath())
 
 
 def start_engine(config_json: str, startup_timeout: Optional[float] = None) -> "InProcessEngine":
@@ -36,18 +55,27 @@ def start_engine(config_json: str, startup_timeout: Optional[float] = None) -> "
         config.validate()
         # log_level and log_dir, as the engine process applies them (the logging of this whole JVM).
         java.type(_ENGINE_LOGGING).configure(config)
-        server = java.type(_ROUTER_SERVER).start(config)
+        engines = java.type(_IN_PROCESS_ENGINES)
+        server = engines.start(config)
     except java.type(_CONFIG_EXCEPTION) as e:
         raise EngineConfigError(str(e.getMessage())) from None
-    except java.type("java.lang.Exception") as e:
-        raise EngineStartupError(f"Router engine failed to start: {e.getMessage()}") from None
-    return InProcessEngine(server)
+    except java.type(_START_EXCEPTION) as e:
+        raise EngineStartupError(str(e.getMessage())) from None
+    try:
+        return InProcessEngine(engines, server)
+    except BaseException:
+        # A stop signal that arrived while the engine started (Router.start raises out of its
+        # handler): the engine was never handed out, so it stops here, as the process bridge
+        # stops a half-started child.
+        engines.stop(server)
+        raise
 
 
 class InProcessEngine:
     """A `RouterServer` running in this JVM."""
 
-    def __init__(self, server):
+    def __init__(self, engines, server):
+        self._engines = engines
         self._server = server
         self.port: int = int(server.port())
         self.metrics_port: int = int(server.metricsPort())
@@ -88,6 +116,6 @@ class InProcessEngine:
 
     def _close(self) -> None:
         try:
-            self._server.close()
+            self._engines.stop(self._server)
         finally:
             self._stopped.set()

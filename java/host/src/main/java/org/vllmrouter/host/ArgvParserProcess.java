@@ -4,7 +4,6 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -55,10 +54,10 @@ final class ArgvParserProcess {
 
     static ArgvParserProcess start(List<String> routerArgs) {
         List<String> command = new ArrayList<>();
-        command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        command.add(HostJvm.javaExecutable());
         command.addAll(jvmOptions());
         command.add("-cp");
-        command.add(System.getProperty("java.class.path"));
+        command.add(HostJvm.classPath());
         command.add(ArgvParserMain.class.getName());
         command.addAll(routerArgs);
         ProcessBuilder builder = new ProcessBuilder(command)

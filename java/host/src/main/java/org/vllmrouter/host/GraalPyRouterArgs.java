@@ -10,14 +10,16 @@ import org.graalvm.polyglot.PolyglotException;
 import org.graalvm.polyglot.Value;
 import org.graalvm.polyglot.proxy.ProxyArray;
 import org.graalvm.python.embedding.GraalPyResources;
+import org.graalvm.python.embedding.VirtualFileSystem;
 
 /**
  * Runs {@code vllm_router/router_args.py} (packed into this jar's GraalPy virtual filesystem)
  * on an argv, exactly as {@code python -m vllm_router.launch_router} would, and hands back the
  * RouterConfig JSON.
  *
- * <p>Only {@code launch} and {@code print-config} reach this class: it is the one place that
- * names GraalPy types, so the {@code serve} path and the engine jar never load them.
+ * <p>Only {@code launch}, {@code print-config} and {@code python} reach this class: it and
+ * {@link PythonProgram} are the places that name GraalPy types, so the {@code serve} path and the
+ * engine jar never load them.
  */
 public final class GraalPyRouterArgs implements AutoCloseable {
 
@@ -31,6 +33,12 @@ public final class GraalPyRouterArgs implements AutoCloseable {
                 .option("engine.WarnInterpreterOnly", "false")
                 .build();
     }
+
+    /** Where Python sees the jar's virtual filesystem. */
+    private static final String VFS_MOUNT_POINT = "/graalpy_vfs";
+
+    /** The sys.path entry of the packaged {@code vllm_router} ({@code src/} of the virtual filesystem, by GraalPy's convention). */
+    static final String PACKAGED_SOURCES = VFS_MOUNT_POINT + "/src";
 
     private final Context context;
     private final Value configJsonFromArgv;
@@ -53,12 +61,17 @@ public final class GraalPyRouterArgs implements AutoCloseable {
      * reach the router's Java classes through {@code java.type(...)} (the in-process bridge).
      */
     public static Context newContext(OutputStream out, OutputStream err) {
-        return GraalPyResources.contextBuilder()
+        return contextBuilder(out, err).build();
+    }
+
+    /** The builder of {@link #newContext}, for callers that set more options ({@code vllm-router python}). */
+    static Context.Builder contextBuilder(OutputStream out, OutputStream err) {
+        VirtualFileSystem packaged = VirtualFileSystem.newBuilder().unixMountPoint(VFS_MOUNT_POINT).build();
+        return GraalPyResources.contextBuilder(packaged)
                 .engine(SharedEngine.ENGINE)
                 .allowHostClassLookup(className -> className.startsWith("org.vllmrouter."))
                 .out(Objects.requireNonNull(out))
-                .err(Objects.requireNonNull(err))
-                .build();
+                .err(Objects.requireNonNull(err));
     }
 
     /**

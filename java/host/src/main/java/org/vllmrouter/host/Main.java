@@ -10,13 +10,16 @@ import picocli.CommandLine.Command;
  *
  * <p>{@code serve} and {@code mock-worker} are plain Java. {@code launch} and {@code print-config}
  * run the Python package's {@code router_args.py} in GraalPy, so the JVM accepts exactly the
- * flags, defaults and errors of {@code python -m vllm_router.launch_router}.
+ * flags, defaults and errors of {@code python -m vllm_router.launch_router}. {@code python} runs a
+ * whole Python program in GraalPy, with the engine in this JVM.
  */
 @Command(
         name = "vllm-router",
         mixinStandardHelpOptions = true,
         versionProvider = Main.Version.class,
-        subcommands = {ServeCommand.class, LaunchCommand.class, PrintConfigCommand.class, MockWorkerCommand.class},
+        subcommands = {
+            ServeCommand.class, LaunchCommand.class, PythonCommand.class, PrintConfigCommand.class, MockWorkerCommand.class
+        },
         description = "A vLLM router with a Java engine.")
 public final class Main implements Runnable {
 
@@ -25,10 +28,14 @@ public final class Main implements Runnable {
 
     public static void main(String[] args) {
         // Start-up is what users wait for, and Picocli's set-up costs a cold JVM about 0.3 s: the
-        // two argv shapes that start a router go straight to their command. Every argument of
-        // `launch` belongs to argparse; `serve --config -` is how the Python package starts the engine.
+        // argv shapes that start a router go straight to their command. Every argument of `launch`
+        // belongs to argparse and every argument of `python` to its program; `serve --config -` is
+        // how the Python package starts the engine.
         if (args.length > 0 && args[0].equals("launch")) {
             System.exit(LaunchCommand.launch(List.of(args).subList(1, args.length)));
+        }
+        if (args.length > 0 && args[0].equals("python")) {
+            System.exit(PythonCommand.python(List.of(args).subList(1, args.length)));
         }
         if (args.length == 3 && args[0].equals("serve") && args[1].equals("--config")
                 && (args[2].equals("-") || !args[2].startsWith("-"))) {

@@ -37,7 +37,7 @@ class GraalPyBridgeTest {
         bridge = python.eval("python", """
                 import json
                 from vllm_router import Router, RouterArgs
-                from vllm_router.bridge import EngineConfigError
+                from vllm_router.bridge import EngineConfigError, EngineStartupError
 
                 def launch(worker_urls):
                     args = RouterArgs(worker_urls=list(worker_urls), policy="sticky_least_loaded",
@@ -55,6 +55,15 @@ class GraalPyBridgeTest {
                         return "EngineConfigError: " + str(e)
                     return "launched"
 
+                def startup_failure_message():
+                    try:
+                        Router.from_args(RouterArgs(worker_urls=["http://127.0.0.1:9"], port=0, prometheus_port=0,
+                                                    worker_startup_timeout_secs=1,
+                                                    worker_startup_check_interval=1)).launch().shutdown()
+                    except EngineStartupError as e:
+                        return "EngineStartupError: " + str(e)
+                    return "launched"
+
                 def context_manager_shuts_down(worker_urls):
                     with launch(worker_urls) as handle:
                         engine = handle._engine
@@ -64,6 +73,7 @@ class GraalPyBridgeTest {
                 import types
                 types.SimpleNamespace(launch=launch, sessions_json=sessions_json,
                                       rejected_config_message=rejected_config_message,
+                                      startup_failure_message=startup_failure_message,
                                       context_manager_shuts_down=context_manager_shuts_down)
                 """);
     }
@@ -113,6 +123,12 @@ class GraalPyBridgeTest {
     void anInvalidConfigurationRaisesTheEnginesMessageAsValueError() {
         String outcome = bridge.invokeMember("rejected_config_message").asString();
         assertTrue(outcome.startsWith("EngineConfigError: Configuration validation failed"), outcome);
+    }
+
+    @Test
+    void aRouterThatCannotStartRaisesTheEnginesMessageAsRuntimeError() {
+        String outcome = bridge.invokeMember("startup_failure_message").asString();
+        assertTrue(outcome.startsWith("EngineStartupError: Timeout 1s waiting for hosts"), outcome);
     }
 
     @Test

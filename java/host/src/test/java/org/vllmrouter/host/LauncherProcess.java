@@ -80,6 +80,23 @@ final class LauncherProcess implements AutoCloseable {
         return process.exitValue();
     }
 
+    /** Writes a line to the process's stdin, and flushes it. */
+    void writeLine(String line) throws IOException {
+        process.getOutputStream().write((line + "\n").getBytes(StandardCharsets.UTF_8));
+        process.getOutputStream().flush();
+    }
+
+    /**
+     * Sends a signal ({@code INT} as Ctrl-C in a terminal, {@code TERM}) and leaves the pipes
+     * open, unlike {@link Process#destroy}, which closes them: the process can still print.
+     */
+    void signal(String name) throws IOException, InterruptedException {
+        Process kill = new ProcessBuilder("kill", "-" + name, Long.toString(process.pid())).inheritIO().start();
+        if (kill.waitFor() != 0) {
+            throw new IOException("kill -" + name + " " + process.pid() + " failed");
+        }
+    }
+
     /** SIGTERM, as an operator stops the router; returns the exit status. */
     int terminate() throws InterruptedException {
         process.destroy();

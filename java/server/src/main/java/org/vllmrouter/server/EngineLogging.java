@@ -38,7 +38,7 @@ public final class EngineLogging {
     private EngineLogging() {}
 
     /** One line per record, unless the launcher chose a format; call before the first record is logged. */
-    static void useOneLineFormat() {
+    public static void useOneLineFormat() {
         if (System.getProperty(FORMAT_PROPERTY) == null) {
             System.setProperty(FORMAT_PROPERTY, "%1$tF %1$tT %4$s %3$s: %5$s%6$s%n");
         }
