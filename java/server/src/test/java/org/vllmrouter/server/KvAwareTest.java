@@ -7,13 +7,17 @@ import com.fasterxml.jackson.databind.JsonNode;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.http.HttpResponse;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
 import org.vllmrouter.mock.MockConfig;
 import org.vllmrouter.mock.MockWorkers;
+import org.vllmrouter.server.http.ClientReadDeadline;
+import org.vllmrouter.server.proxy.WorkerTls;
 
 /** kv_aware over real sockets: mock workers publishing vLLM KV events, their render API, a kv_aware router. */
 @ExtendWith(NoLeaks.class)
@@ -172,5 +176,49 @@ class KvAwareTest {
         assertTrue(ResilienceTest.eventually(() -> router.kvPlacement().sources().stream()
                 .noneMatch(s -> s.worker().equals(gone))), router.kvPlacement().sources().toString());
         assertEquals(1, router.kvPlacement().sources().size());
+    }
+
+    @Test
+    void renderCallsReuseTheirConnectionToTheWorker() throws Exception {
+        start(MockConfig.builder().count(1));
+        int requests = 12;
+        long before = mock.worker(0).acceptedConnections();
+        for (int i = 0; i < requests; i++) {
+            HttpResponse<String> r = viaRouter(completion("reuse-" + i));
+            assertEquals(200, r.statusCode(), r.body());
+        }
+        assertEquals(requests, mock.worker(0).captured("/v1/completions/render").size());
+        assertEquals(requests, (int) metric("vllm_router_kv_routing_inputs_total", "result=\"tokens\""));
+        long opened = mock.worker(0).acceptedConnections() - before;
+        // Render calls and relayed requests together: one connection per router event loop each, not one per call.
+        assertTrue(opened < requests, opened + " connections for " + requests + " render calls and " + requests
+                + " relayed requests");
+    }
+
+    @Test
+    void renderCallsToAnHttpsWorkerShakeHandsOnceAConnection(@TempDir Path dir) throws Exception {
+        mock = MockWorkers.start(MockConfig.builder().count(1).all(k -> k.kvEvents(true).blockSize(BLOCK)).build());
+        TestPki ca = TestPki.newCa("kv_aware test CA");
+        try (TlsFront front = TlsFront.start(ca.issue("localhost").serverContext(), mock.worker(0).port())) {
+            Map<String, Object> cfg = Fixture.base(List.of(front.url()));
+            cfg.put("policy", "kv_aware");
+            router = RouterServer.start(Fixture.config(cfg), null, WorkerTls.trusting(ca.writeCaBundle(dir)),
+                    ClientReadDeadline.DEFAULT);
+            assertTrue(ResilienceTest.eventually(() -> router.kvPlacement().sources().size() == 1),
+                    "the https worker's KV source is subscribed");
+            int requests = 12;
+            int before = front.handshakes();
+            for (int i = 0; i < requests; i++) {
+                HttpResponse<String> r = viaRouter(completion("tls-" + i));
+                assertEquals(200, r.statusCode(), r.body());
+            }
+            assertEquals(requests, (int) metric("vllm_router_kv_routing_inputs_total", "result=\"tokens\""),
+                    "every render call was answered over TLS");
+            int handshakes = front.handshakes() - before;
+            assertTrue(handshakes < requests, handshakes + " TLS handshakes for " + requests
+                    + " render calls and " + requests + " relayed requests");
+            router.close();
+            router = null;
+        }
     }
 }

@@ -42,6 +42,7 @@ import org.vllmrouter.kv.KvSubscribers;
 import org.vllmrouter.kv.PrefixMatch;
 import org.vllmrouter.kv.SourceId;
 import org.vllmrouter.kv.Tier;
+import org.vllmrouter.server.proxy.WorkerTls;
 import org.vllmrouter.server.worker.ControlClient;
 
 /**
@@ -50,7 +51,8 @@ import org.vllmrouter.server.worker.ControlClient;
  * {@code /kv_event_sources} the publishers, one subscriber per data-parallel rank; when it goes, its subscribers stop
  * and its claims with them. That runs on one small thread, never an event loop, and a failure only warns: the worker
  * then gets no prefix credit. Request side: the prompt's token ids come from one candidate's render endpoint (all
- * candidates of one model tokenize alike), asynchronously with a short timeout; the index then says what each
+ * candidates of one model tokenize alike), asynchronously with a short timeout, on keep-alive connections
+ * ({@link RenderClient}); the index then says what each
  * candidate holds. A render failure leaves the choice to load alone; the request itself is forwarded unchanged.
  * Sources are keyed by a worker's base URL, so the data-parallel ranks {@code URL@r} of one worker share its
  * deepest match.
@@ -67,6 +69,7 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
 
     private final WorkerRegistry workers;
     private final ControlClient client;
+    private final RenderClient render;
     private final EventLoop control;
     private final KvAwarePolicy.Settings credits;
     private final KvIndex index;
@@ -85,11 +88,13 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
      * {@code staticSources}: workers whose publishers the flags name ({@code --kv-event-source}); they are subscribed
      * under {@code staticIdentity} without asking the worker. Every other worker is asked.
      */
-    public KvPlacement(WorkerRegistry workers, ControlClient client, EventLoop control, KvAwarePolicy.Settings credits,
+    public KvPlacement(WorkerRegistry workers, ControlClient client, WorkerTls tls, EventLoop control,
+                       KvAwarePolicy.Settings credits,
                        Map<String, StaticKvSources.Source> staticSources, CacheIdentity staticIdentity,
                        PrometheusRegistry registry, KvSubscribers.Settings subscriberSettings) {
         this.workers = workers;
         this.client = client;
+        this.render = new RenderClient(tls);
         this.staticSources = staticSources;
         this.staticIdentity = staticIdentity;
         this.control = control;
@@ -144,6 +149,7 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
             String base = w.baseUrl();
             if (registered.remove(base)) {
                 identities.remove(base);
+                render.forget(base);
                 executor.execute(() -> subscribers.stopWorker(base));
             }
         }
@@ -237,7 +243,7 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
             headers.set(HttpHeaderNames.AUTHORIZATION, auth);
         }
         byte[] body = ByteBufUtil.getBytes(request.content());
-        return client.send(loop, HttpMethod.POST, renderer.baseUrl(), renderPath, headers, body, RENDER_TIMEOUT)
+        return render.post(loop, renderer.baseUrl(), renderPath, headers, body, RENDER_TIMEOUT)
                 .handle((reply, error) -> {
                     int[] tokens = error == null ? renderedTokens(reply) : null;
                     if (tokens == null || tokens.length == 0) {
@@ -337,5 +343,6 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
     public void close() {
         executor.execute(subscribers::close);
         executor.shutdown();
+        render.close();
     }
 }
