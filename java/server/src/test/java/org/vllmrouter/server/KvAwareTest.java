@@ -168,6 +168,24 @@ class KvAwareTest {
     }
 
     @Test
+    void theStatusPageShowsEachWorkersShareOfPromptTokensItHeld() throws Exception {
+        start(MockConfig.builder().count(3));
+        String body = completion("held-for-the-status-page");
+        holdOn(2, body);
+        assertEquals(mock.worker(2).id(), viaRouter(body).headers().firstValue("X-Worker-Id").orElseThrow());
+        assertEquals(mock.worker(0).id(), viaRouter(completion("held-by-nobody")).headers().firstValue("X-Worker-Id")
+                .orElseThrow());
+
+        JsonNode state = TestHttp.json(TestHttp.get(router.url() + "/dashboard/state"));
+        assertTrue(state.get("kv_cache_hit_rate_reported").asBoolean(), state.toString());
+        JsonNode workers = state.get("workers");
+        double held = workers.get(2).get("kv_cache_hit_rate").asDouble();
+        assertTrue(held > 0.8 && held < 1.0, "all full blocks before the last token: " + held);
+        assertEquals(0.0, workers.get(0).get("kv_cache_hit_rate").asDouble(), state.toString());
+        assertTrue(workers.get(1).get("kv_cache_hit_rate").isNull(), "sent nothing, no rate: " + state);
+    }
+
+    @Test
     void withNoHolderIdleWorkersAreChosenInRegistryOrder() throws Exception {
         start(MockConfig.builder().count(3));
         for (int i = 0; i < 4; i++) {

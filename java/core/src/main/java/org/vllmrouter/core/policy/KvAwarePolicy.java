@@ -7,8 +7,12 @@ import com.github.benmanes.caffeine.cache.Caffeine;
 import com.github.benmanes.caffeine.cache.Ticker;
 import java.io.IOException;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.LongAdder;
 import org.vllmrouter.core.config.PolicyNames;
 import org.vllmrouter.core.config.RouterConfig;
 import org.vllmrouter.core.worker.Worker;
@@ -58,6 +62,8 @@ public final class KvAwarePolicy implements LoadBalancingPolicy {
     private final Settings settings;
     /** NaN until a request with tokens has been placed. */
     private volatile double meanComputedTokens = Double.NaN;
+    /** Per worker URL, the prompt tokens of the requests placed there and the part of them it held. */
+    private final Map<String, Placed> placed = new ConcurrentHashMap<>();
     /** Session identity to the URL of the worker its last turn went to; null without affinity. */
     private final Cache<String, String> affinity;
 
@@ -107,15 +113,43 @@ public final class KvAwarePolicy implements LoadBalancingPolicy {
         }
         int chosen = bound != null ? candidates.indexOf(bound)
                 : settings.temperature() > 0 ? sample(cost, settings.temperature() * mean) : cheapest(cost);
+        Worker worker = candidates.get(chosen);
         if (input > 0) {
             meanComputedTokens = Double.isNaN(seen) ? computed[chosen] : seen + MEAN_WEIGHT * (computed[chosen] - seen);
+            placed.computeIfAbsent(worker.url(), url -> new Placed()).add(input, input - computed[chosen]);
         }
-        Worker worker = candidates.get(chosen);
         if (session != null) {
             affinity.put(session, worker.url());
         }
         prefix.decided(worker, bound != null ? "sticky_hit" : input == 0 ? "missing_tokens" : "prefix_cost");
         return worker;
+    }
+
+    /**
+     * Per worker, the share of the prompt tokens of the requests placed there that its cache held when they were
+     * placed, as the KV events reported it (a block in a slower tier counts at its credit). Requests without tokens
+     * are not counted; a worker that was sent none has no rate.
+     */
+    @Override
+    public Map<String, Double> kvCacheHitRates() {
+        Map<String, Double> rates = new HashMap<>();
+        placed.forEach((url, p) -> {
+            long input = p.input.sum();
+            if (input > 0) {
+                rates.put(url, (double) p.held.sum() / input);
+            }
+        });
+        return rates;
+    }
+
+    private static final class Placed {
+        final LongAdder input = new LongAdder();
+        final LongAdder held = new LongAdder();
+
+        void add(int inputTokens, int heldTokens) {
+            input.add(inputTokens);
+            held.add(heldTokens);
+        }
     }
 
     /** The request's session identity, or null when it names none. */
