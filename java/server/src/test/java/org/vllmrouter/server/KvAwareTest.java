@@ -250,6 +250,8 @@ class KvAwareTest {
         }
         assertEquals(requests, mock.worker(0).captured("/v1/completions/render").size());
         assertEquals(requests, (int) metric("vllm_router_kv_routing_inputs_total", "result=\"tokens\""));
+        assertTrue(scrape().contains("vllm_router_kv_render_seconds_count " + requests + ".0")
+                || scrape().contains("vllm_router_kv_render_seconds_count " + requests + "\n"), "each call timed");
         long opened = mock.worker(0).acceptedConnections() - before;
         // Render calls and relayed requests together: one connection per router event loop each, not one per call.
         assertTrue(opened < requests, opened + " connections for " + requests + " render calls and " + requests

@@ -10,6 +10,7 @@ import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.HttpMethod;
 import io.prometheus.metrics.core.metrics.Counter;
+import io.prometheus.metrics.core.metrics.Summary;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.io.IOException;
 import java.net.URI;
@@ -83,6 +84,7 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
     private final Counter routingInputs;
     private final Counter placementLookups;
     private final Counter decisions;
+    private final Summary renderSeconds;
 
     /**
      * {@code staticSources}: workers whose publishers the flags name ({@code --kv-event-source}); they are subscribed
@@ -116,6 +118,9 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
         this.decisions = Counter.builder().name("vllm_router_prefix_routing_decisions_total")
                 .help("kv_aware decisions, by policy, stage and outcome")
                 .labelNames("policy", "stage", "outcome").withoutExemplars().register(registry);
+        this.renderSeconds = Summary.builder().name("vllm_router_kv_render_seconds")
+                .help("The render call kv_aware makes before placing a request, answered or not")
+                .quantile(0.5, 0.01).quantile(0.99, 0.001).withoutExemplars().register(registry);
         workers.addListener(this);
         workers.all().forEach(this::added);
     }
@@ -243,8 +248,10 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
             headers.set(HttpHeaderNames.AUTHORIZATION, auth);
         }
         byte[] body = ByteBufUtil.getBytes(request.content());
+        long started = System.nanoTime();
         return render.post(loop, renderer.baseUrl(), renderPath, headers, body, RENDER_TIMEOUT)
                 .handle((reply, error) -> {
+                    renderSeconds.observe((System.nanoTime() - started) / 1e9);
                     int[] tokens = error == null ? renderedTokens(reply) : null;
                     if (tokens == null || tokens.length == 0) {
                         routingInputs.labelValues("http", "render_failed").inc();
