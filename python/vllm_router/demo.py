@@ -33,15 +33,15 @@ WORKLOAD_MAIN_CLASS = "org.vllmrouter.mock.WorkloadMain"
 
 # Mock latency model: uncached prompt tokens dominate, so KV-cache reuse shows in latency; a
 # small per-worker batch limit makes load imbalance show in the tail. Each worker's GPU cache
-# holds 512 blocks of 16 tokens, less than its share of the conversations, so where a turn is
-# placed decides whether its prefix is still there; the workers publish vLLM KV events, which
-# kv_aware subscribes to.
+# holds 192 blocks of 16 tokens, well under its share of the live conversations (at 512 every
+# policy kept nearly all its prefixes), so where a turn is placed decides whether its prefix is
+# still there; the workers publish vLLM KV events, which kv_aware subscribes to.
 MOCK_WORKER_KNOBS = {
     "latency-ms": "5",
     "prefill-us-per-token": "600",
     "decode-us-per-token": "500",
     "max-concurrency": "4",
-    "cache-blocks": "512",
+    "cache-blocks": "192",
     "kv-events": "true",
 }
 PROMPT_TOKENS_PER_TURN = 256

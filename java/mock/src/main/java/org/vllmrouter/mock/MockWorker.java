@@ -24,6 +24,7 @@ public final class MockWorker {
     private final ServiceSlots slots;
     private final ArrayDeque<CapturedRequest> captured = new ArrayDeque<>();
     private final AtomicLong requestCount = new AtomicLong();
+    private final AtomicLong acceptedConnections = new AtomicLong();
     private final AtomicInteger inFlight = new AtomicInteger();
     private final long startNanos = System.nanoTime();
     private final ChannelGroup connections;
@@ -73,6 +74,9 @@ public final class MockWorker {
 
     /** Inference requests received (health, info and capture routes not counted). */
     public long requestCount() { return requestCount.get(); }
+
+    /** TCP connections accepted so far, on any route (a client that reuses connections opens few). */
+    public long acceptedConnections() { return acceptedConnections.get(); }
 
     /** Inference requests received and not yet fully answered (hanging ones until their connection closes). */
     public int inFlight() { return inFlight.get(); }
@@ -168,6 +172,8 @@ public final class MockWorker {
     ServiceSlots slots() { return slots; }
 
     ChannelGroup connections() { return connections; }
+
+    void accepted() { acceptedConnections.incrementAndGet(); }
 
     long uptimeMillis() { return (System.nanoTime() - startNanos) / 1_000_000; }
 

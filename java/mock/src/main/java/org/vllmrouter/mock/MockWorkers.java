@@ -105,6 +105,7 @@ public final class MockWorkers implements AutoCloseable {
             @Override
             protected void initChannel(SocketChannel ch) {
                 worker.connections().add(ch);
+                worker.accepted();
                 ch.pipeline()
                         .addLast("http", new HttpServerCodec())
                         .addLast("identity", identity)

@@ -148,7 +148,7 @@ public final class RouterServer implements AutoCloseable {
             WorkerFactory factory = new WorkerFactory(config, metrics);
             List<Worker> initial = initialWorkers(config, factory);
             EventLoop control = group.next();
-            kv = kvPlacement(config, staticKvSources, policies, workers, client, control, metrics);
+            kv = kvPlacement(config, staticKvSources, policies, workers, client, workerTls, control, metrics);
             awaitStartupHealth(config, client, control, initial);
             initial.forEach(workers::add);
 
@@ -208,12 +208,12 @@ public final class RouterServer implements AutoCloseable {
      */
     private static KvPlacement kvPlacement(RouterConfig config, Map<String, StaticKvSources.Source> sources,
                                            PolicyRegistry policies, WorkerRegistry workers, ControlClient client,
-                                           EventLoop control, RouterMetrics metrics) {
+                                           WorkerTls tls, EventLoop control, RouterMetrics metrics) {
         for (LoadBalancingPolicy p : policies.all()) {
             if (p instanceof KvAwarePolicy kvAware) {
                 CacheIdentity identity = sources.isEmpty() ? null
                         : new CacheIdentity(config.kvEventModel(), config.kvEventBlockSize());
-                return new KvPlacement(workers, client, control, kvAware.settings(), sources, identity, metrics.registry(),
+                return new KvPlacement(workers, client, tls, control, kvAware.settings(), sources, identity, metrics.registry(),
                         KvSubscribers.Settings.DEFAULTS);
             }
         }

@@ -7,13 +7,18 @@ import com.fasterxml.jackson.databind.JsonNode;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
 import org.vllmrouter.mock.MockConfig;
 import org.vllmrouter.mock.MockWorkers;
+import org.vllmrouter.server.http.ClientReadDeadline;
+import org.vllmrouter.server.proxy.WorkerTls;
 
 /** kv_aware over real sockets: mock workers publishing vLLM KV events, their render API, a kv_aware router. */
 @ExtendWith(NoLeaks.class)
@@ -38,9 +43,14 @@ class KvAwareTest {
 
     /** {@code staticSources}: the router is told the publishers by flag instead of asking the workers. */
     private void start(MockConfig.Builder workers, boolean staticSources) throws Exception {
+        start(workers, staticSources, Map.of());
+    }
+
+    private void start(MockConfig.Builder workers, boolean staticSources, Map<String, Object> extra) throws Exception {
         mock = MockWorkers.start(workers.all(k -> k.kvEvents(true).blockSize(BLOCK)).build());
         Map<String, Object> cfg = Fixture.base(mock.urls());
         cfg.put("policy", "kv_aware");
+        cfg.putAll(extra);
         if (staticSources) {
             cfg.put("kv_event_source", mock.workers().stream().map(w -> w.url() + "=" + w.kvEvents().endpoint()).toList());
             cfg.put("kv_event_replay_source",
@@ -93,23 +103,8 @@ class KvAwareTest {
     }
 
     private void aPromptHeldByTheThirdWorkerGoesThere() throws Exception {
-        String holder = mock.urls().get(2);
         String body = completion("held-by-the-third");
-        // Stored on the third worker only, sent to it directly. A batch published before the subscription was
-        // connected comes back by replay once a later one shows the gap: other prompts make those later batches.
-        assertEquals(200, TestHttp.post(holder + "/v1/completions", body).statusCode());
-        int[] fillers = {0};
-        assertTrue(ResilienceTest.eventually(() -> {
-            try {
-                if (metric("vllm_router_kv_events_applied_total", "worker=\"" + holder + "\"", "type=\"stored\"") > 0) {
-                    return true;
-                }
-                TestHttp.post(holder + "/v1/completions", completion("filler-" + fillers[0]++));
-                return false;
-            } catch (Exception e) {
-                throw new IllegalStateException(e);
-            }
-        }));
+        holdOn(2, body);
 
         HttpResponse<String> r = viaRouter(body);
         assertEquals(200, r.statusCode(), r.body());
@@ -118,6 +113,76 @@ class KvAwareTest {
         assertTrue(usage.at("/prompt_tokens_details/cached_tokens").asInt() >= 5 * BLOCK, usage.toString());
         assertEquals(1.0, metric("vllm_router_kv_placement_lookups_total", "result=\"hit\""));
         assertEquals(1.0, metric("vllm_router_prefix_routing_decisions_total", "outcome=\"prefix_cost\""));
+    }
+
+    /** Sends {@code body} to worker {@code index} directly and waits until the router has its KV events. */
+    private void holdOn(int index, String body) throws Exception {
+        String holder = mock.urls().get(index);
+        // A batch published before the subscription was connected comes back by replay once a later one shows the
+        // gap: other prompts make those later batches.
+        String stored = "worker=\"" + holder + "\"";
+        double before = metric("vllm_router_kv_events_applied_total", stored, "type=\"stored\"");
+        assertEquals(200, TestHttp.post(holder + "/v1/completions", body).statusCode());
+        int[] fillers = {0};
+        assertTrue(ResilienceTest.eventually(() -> {
+            try {
+                if (metric("vllm_router_kv_events_applied_total", stored, "type=\"stored\"") > before) {
+                    return true;
+                }
+                TestHttp.post(holder + "/v1/completions", completion("filler-" + fillers[0]++));
+                return false;
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        }));
+    }
+
+    @Test
+    void aSessionStaysOnItsWorkerWithinTheAffinityTtlAndFollowsResidencyAfterIt() throws Exception {
+        int ttlSecs = 3;
+        start(MockConfig.builder().count(3), false, Map.of("kv_aware_session_affinity_ttl_secs", ttlSecs));
+        String second = completion("second-turn-held-by-the-third");
+        String third = completion("third-turn-held-by-the-third");
+        holdOn(2, second);
+        holdOn(2, third);
+
+        HttpResponse<String> first = TestHttp.post(router.url() + "/v1/completions", completion("first-turn"),
+                "X-Session-ID", "conversation-1");
+        assertEquals(mock.worker(0).id(), first.headers().firstValue("X-Worker-Id").orElseThrow(), "no holder: first");
+        HttpResponse<String> unbound = TestHttp.post(router.url() + "/v1/completions", second,
+                "thread-id", "another-conversation");
+        assertEquals(mock.worker(2).id(), unbound.headers().firstValue("X-Worker-Id").orElseThrow(),
+                "a new session follows residency");
+        HttpResponse<String> sticky = TestHttp.post(router.url() + "/v1/completions", second,
+                "X-Session-ID", "conversation-1");
+        assertEquals(200, sticky.statusCode(), sticky.body());
+        assertEquals(mock.worker(0).id(), sticky.headers().firstValue("X-Worker-Id").orElseThrow(),
+                "the session stays on its worker although the third holds the prompt");
+        assertEquals(1.0, metric("vllm_router_prefix_routing_decisions_total", "outcome=\"sticky_hit\""));
+
+        Thread.sleep(Duration.ofSeconds(ttlSecs).plusMillis(500));
+        HttpResponse<String> expired = TestHttp.post(router.url() + "/v1/completions", third,
+                "X-Session-ID", "conversation-1");
+        assertEquals(mock.worker(2).id(), expired.headers().firstValue("X-Worker-Id").orElseThrow(),
+                "idle past the TTL, the session is routed by residency again");
+    }
+
+    @Test
+    void theStatusPageShowsEachWorkersShareOfPromptTokensItHeld() throws Exception {
+        start(MockConfig.builder().count(3));
+        String body = completion("held-for-the-status-page");
+        holdOn(2, body);
+        assertEquals(mock.worker(2).id(), viaRouter(body).headers().firstValue("X-Worker-Id").orElseThrow());
+        assertEquals(mock.worker(0).id(), viaRouter(completion("held-by-nobody")).headers().firstValue("X-Worker-Id")
+                .orElseThrow());
+
+        JsonNode state = TestHttp.json(TestHttp.get(router.url() + "/dashboard/state"));
+        assertTrue(state.get("kv_cache_hit_rate_reported").asBoolean(), state.toString());
+        JsonNode workers = state.get("workers");
+        double held = workers.get(2).get("kv_cache_hit_rate").asDouble();
+        assertTrue(held > 0.8 && held < 1.0, "all full blocks before the last token: " + held);
+        assertEquals(0.0, workers.get(0).get("kv_cache_hit_rate").asDouble(), state.toString());
+        assertTrue(workers.get(1).get("kv_cache_hit_rate").isNull(), "sent nothing, no rate: " + state);
     }
 
     @Test
@@ -172,5 +237,51 @@ class KvAwareTest {
         assertTrue(ResilienceTest.eventually(() -> router.kvPlacement().sources().stream()
                 .noneMatch(s -> s.worker().equals(gone))), router.kvPlacement().sources().toString());
         assertEquals(1, router.kvPlacement().sources().size());
+    }
+
+    @Test
+    void renderCallsReuseTheirConnectionToTheWorker() throws Exception {
+        start(MockConfig.builder().count(1));
+        int requests = 12;
+        long before = mock.worker(0).acceptedConnections();
+        for (int i = 0; i < requests; i++) {
+            HttpResponse<String> r = viaRouter(completion("reuse-" + i));
+            assertEquals(200, r.statusCode(), r.body());
+        }
+        assertEquals(requests, mock.worker(0).captured("/v1/completions/render").size());
+        assertEquals(requests, (int) metric("vllm_router_kv_routing_inputs_total", "result=\"tokens\""));
+        assertTrue(scrape().contains("vllm_router_kv_render_seconds_count " + requests + ".0")
+                || scrape().contains("vllm_router_kv_render_seconds_count " + requests + "\n"), "each call timed");
+        long opened = mock.worker(0).acceptedConnections() - before;
+        // Render calls and relayed requests together: one connection per router event loop each, not one per call.
+        assertTrue(opened < requests, opened + " connections for " + requests + " render calls and " + requests
+                + " relayed requests");
+    }
+
+    @Test
+    void renderCallsToAnHttpsWorkerShakeHandsOnceAConnection(@TempDir Path dir) throws Exception {
+        mock = MockWorkers.start(MockConfig.builder().count(1).all(k -> k.kvEvents(true).blockSize(BLOCK)).build());
+        TestPki ca = TestPki.newCa("kv_aware test CA");
+        try (TlsFront front = TlsFront.start(ca.issue("localhost").serverContext(), mock.worker(0).port())) {
+            Map<String, Object> cfg = Fixture.base(List.of(front.url()));
+            cfg.put("policy", "kv_aware");
+            router = RouterServer.start(Fixture.config(cfg), null, WorkerTls.trusting(ca.writeCaBundle(dir)),
+                    ClientReadDeadline.DEFAULT);
+            assertTrue(ResilienceTest.eventually(() -> router.kvPlacement().sources().size() == 1),
+                    "the https worker's KV source is subscribed");
+            int requests = 12;
+            int before = front.handshakes();
+            for (int i = 0; i < requests; i++) {
+                HttpResponse<String> r = viaRouter(completion("tls-" + i));
+                assertEquals(200, r.statusCode(), r.body());
+            }
+            assertEquals(requests, (int) metric("vllm_router_kv_routing_inputs_total", "result=\"tokens\""),
+                    "every render call was answered over TLS");
+            int handshakes = front.handshakes() - before;
+            assertTrue(handshakes < requests, handshakes + " TLS handshakes for " + requests
+                    + " render calls and " + requests + " relayed requests");
+            router.close();
+            router = null;
+        }
     }
 }

@@ -74,9 +74,6 @@ final class ConfigValidator {
             }
             throw unsupported("--kv-connector moriio");
         }
-        if (c.kvAwareSessionAffinityTtlSecs() != null) {
-            throw unsupported("--kv-aware-session-affinity-ttl-secs");
-        }
         if (!c.pdKvEvents().isEmpty()) {
             throw unsupported("--pd-kv-events");
         }
@@ -112,6 +109,10 @@ final class ConfigValidator {
             if (p != null && p.bootstrapPort() != null && (p.bootstrapPort() < 0 || p.bootstrapPort() > 65535)) {
                 throw invalid("bootstrap_port", p.bootstrapPort(), "Port must be between 1 and 65535");
             }
+        }
+        Integer affinityTtl = c.kvAwareSessionAffinityTtlSecs();
+        if (affinityTtl != null && (affinityTtl < 1 || affinityTtl > 31_536_000)) {
+            throw new ConfigException("kv_aware_session_affinity_ttl_secs must be between 1 and 31536000");
         }
         nonNegative("worker_startup_timeout_secs", c.workerStartupTimeoutSecs());
         nonNegative("worker_startup_check_interval", c.workerStartupCheckInterval());

@@ -101,10 +101,26 @@ class ConfigValidatorTest {
     }
 
     @ParameterizedTest
+    @ValueSource(ints = {0, -5, 31_536_001})
+    void kvAwareSessionAffinityTtlOutsideOneSecondToOneYearIsRefusedWithUpstreamsMessage(int ttl)
+            throws ConfigException {
+        invalid("{\"worker_urls\": [\"http://a:1\"], \"policy\": \"kv_aware\", "
+                + "\"kv_aware_session_affinity_ttl_secs\": " + ttl + "}",
+                "kv_aware_session_affinity_ttl_secs must be between 1 and 31536000");
+    }
+
+    @ParameterizedTest
+    @ValueSource(ints = {1, 31_536_000})
+    void kvAwareSessionAffinityTtlIsAcceptedWithAnyPolicy(int ttl) {
+        valid("{\"worker_urls\": [\"http://a:1\"], \"kv_aware_session_affinity_ttl_secs\": " + ttl + "}");
+        valid("{\"worker_urls\": [\"http://a:1\"], \"policy\": \"kv_aware\", "
+                + "\"kv_aware_session_affinity_ttl_secs\": " + ttl + "}");
+    }
+
+    @ParameterizedTest
     @CsvSource(delimiter = '|', value = {
         "{\"kv_connector\": \"moriio\"}|MoRI-IO KV connector requires service discovery to be enabled (ZMQ addresses are obtained via instance registration). Please run with `--vllm-discovery-address ${address}`",
         "{\"kv_connector\": \"MoRIIO\", \"vllm_pd_disaggregation\": true, \"vllm_discovery_address\": \"127.0.0.1:5000\"}|`--kv-connector moriio` is not supported by this router",
-        "{\"kv_aware_session_affinity_ttl_secs\": 60}|`--kv-aware-session-affinity-ttl-secs` is not supported by this router",
         "{\"pd_kv_events\": [\"http://p:1=tcp://p:5557\"]}|`--pd-kv-events` is not supported by this router",
         "{\"enable_program_scheduling\": true}|`--enable-program-scheduling` is not supported by this router",
         "{\"program_scheduling_config_json\": \"{}\"}|program_scheduling_config_json requires enable_program_scheduling",

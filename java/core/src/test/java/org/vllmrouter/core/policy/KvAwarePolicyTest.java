@@ -3,11 +3,15 @@ package org.vllmrouter.core.policy;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
+import org.vllmrouter.core.session.Extraction;
+import org.vllmrouter.core.session.HeaderLookup;
 import org.vllmrouter.core.worker.Worker;
 
 class KvAwarePolicyTest {
@@ -93,5 +97,67 @@ class KvAwarePolicyTest {
         assertEquals(3, counts.size(), counts.toString());
         assertTrue(counts.get("http://b:1") > counts.get("http://a:1") && counts.get("http://b:1") > counts.get("http://c:1"),
                 counts.toString());
+    }
+
+    /** A request of a session named by {@code header} (or by nothing when null), with a body text. */
+    private static RoutingRequest turn(String header, String id, String body, PrefixResidency prefix) {
+        HeaderLookup headers = header == null ? HeaderLookup.NONE : HeaderLookup.of(Map.of(header, id));
+        return RoutingRequest.of(Extraction.NONE, headers, () -> body).withPrefix(prefix);
+    }
+
+    private static Known heldBy(String url) {
+        Known held = new Known(100);
+        held.credit.put(url, 96);
+        return held;
+    }
+
+    @Test
+    void aSessionStaysOnItsWorkerWithinTheIdleTtlAndFollowsResidencyAfterIt() {
+        AtomicLong nanos = new AtomicLong();
+        KvAwarePolicy policy = new KvAwarePolicy(new KvAwarePolicy.Settings(0.0, 0.8, 0.6, 0.3,
+                Duration.ofSeconds(10)), nanos::get);
+        assertEquals("http://b:1", policy.select(workers, turn("X-Session-ID", "s1", "", heldBy("http://b:1"))).url());
+        nanos.addAndGet(Duration.ofSeconds(9).toNanos());
+        Known elsewhere = heldBy("http://c:1");
+        assertEquals("http://b:1", policy.select(workers, turn("X-Session-ID", "s1", "", elsewhere)).url());
+        assertEquals(List.of("sticky_hit"), elsewhere.outcomes);
+        // Idle time: the turn above renewed the binding, 9 s more keep it.
+        nanos.addAndGet(Duration.ofSeconds(9).toNanos());
+        assertEquals("http://b:1", policy.select(workers, turn("X-Session-ID", "s1", "", heldBy("http://c:1"))).url());
+        nanos.addAndGet(Duration.ofSeconds(11).toNanos());
+        Known after = heldBy("http://c:1");
+        assertEquals("http://c:1", policy.select(workers, turn("X-Session-ID", "s1", "", after)).url());
+        assertEquals(List.of("prefix_cost"), after.outcomes);
+    }
+
+    @Test
+    void theSessionIdentityComesFromUpstreamsHeadersAndAgenticContextOnly() {
+        for (String header : List.of("x-session-id", "Session-Id", "thread-id", "x-claude-code-session-id")) {
+            assertEquals("id-1", KvAwarePolicy.sessionIdentity(turn(header, "id-1", "{}", PrefixResidency.UNKNOWN)), header);
+        }
+        assertEquals("agent-7", KvAwarePolicy.sessionIdentity(turn(null, null,
+                "{\"prompt\":\"x\",\"vllm_xargs\":{\"agentic_context\":{\"session_id\":\"agent-7\"}}}",
+                PrefixResidency.UNKNOWN)));
+        for (String header : List.of("x-user-id", "x-request-id", "x-correlation-id", "x-tenant-id")) {
+            assertEquals(null, KvAwarePolicy.sessionIdentity(turn(header, "id-1", "{}", PrefixResidency.UNKNOWN)), header);
+        }
+        assertEquals(null, KvAwarePolicy.sessionIdentity(turn(null, null, "{\"user\":\"u1\"}", PrefixResidency.UNKNOWN)));
+    }
+
+    @Test
+    void withoutTheTtlSessionsAreNotBound() {
+        KvAwarePolicy policy = new KvAwarePolicy(DEFAULTS);
+        assertEquals("http://b:1", policy.select(workers, turn("X-Session-ID", "s1", "", heldBy("http://b:1"))).url());
+        assertEquals("http://c:1", policy.select(workers, turn("X-Session-ID", "s1", "", heldBy("http://c:1"))).url());
+    }
+
+    @Test
+    void aBoundWorkerThatIsNoLongerACandidateGivesWayToResidency() {
+        KvAwarePolicy policy = new KvAwarePolicy(new KvAwarePolicy.Settings(0.0, 0.8, 0.6, 0.3, Duration.ofMinutes(1)));
+        assertEquals("http://b:1", policy.select(workers, turn("X-Session-ID", "s1", "", heldBy("http://b:1"))).url());
+        List<Worker> withoutB = List.of(workers.get(0), workers.get(2));
+        assertEquals("http://c:1", policy.select(withoutB, turn("X-Session-ID", "s1", "", heldBy("http://c:1"))).url());
+        assertEquals("http://c:1", policy.select(workers, turn("X-Session-ID", "s1", "", heldBy("http://b:1"))).url(),
+                "rebound to the worker it went to");
     }
 }

@@ -10,6 +10,7 @@ import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.HttpMethod;
 import io.prometheus.metrics.core.metrics.Counter;
+import io.prometheus.metrics.core.metrics.Summary;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.io.IOException;
 import java.net.URI;
@@ -42,6 +43,7 @@ import org.vllmrouter.kv.KvSubscribers;
 import org.vllmrouter.kv.PrefixMatch;
 import org.vllmrouter.kv.SourceId;
 import org.vllmrouter.kv.Tier;
+import org.vllmrouter.server.proxy.WorkerTls;
 import org.vllmrouter.server.worker.ControlClient;
 
 /**
@@ -50,7 +52,8 @@ import org.vllmrouter.server.worker.ControlClient;
  * {@code /kv_event_sources} the publishers, one subscriber per data-parallel rank; when it goes, its subscribers stop
  * and its claims with them. That runs on one small thread, never an event loop, and a failure only warns: the worker
  * then gets no prefix credit. Request side: the prompt's token ids come from one candidate's render endpoint (all
- * candidates of one model tokenize alike), asynchronously with a short timeout; the index then says what each
+ * candidates of one model tokenize alike), asynchronously with a short timeout, on keep-alive connections
+ * ({@link RenderClient}); the index then says what each
  * candidate holds. A render failure leaves the choice to load alone; the request itself is forwarded unchanged.
  * Sources are keyed by a worker's base URL, so the data-parallel ranks {@code URL@r} of one worker share its
  * deepest match.
@@ -67,6 +70,7 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
 
     private final WorkerRegistry workers;
     private final ControlClient client;
+    private final RenderClient render;
     private final EventLoop control;
     private final KvAwarePolicy.Settings credits;
     private final KvIndex index;
@@ -80,16 +84,19 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
     private final Counter routingInputs;
     private final Counter placementLookups;
     private final Counter decisions;
+    private final Summary renderSeconds;
 
     /**
      * {@code staticSources}: workers whose publishers the flags name ({@code --kv-event-source}); they are subscribed
      * under {@code staticIdentity} without asking the worker. Every other worker is asked.
      */
-    public KvPlacement(WorkerRegistry workers, ControlClient client, EventLoop control, KvAwarePolicy.Settings credits,
+    public KvPlacement(WorkerRegistry workers, ControlClient client, WorkerTls tls, EventLoop control,
+                       KvAwarePolicy.Settings credits,
                        Map<String, StaticKvSources.Source> staticSources, CacheIdentity staticIdentity,
                        PrometheusRegistry registry, KvSubscribers.Settings subscriberSettings) {
         this.workers = workers;
         this.client = client;
+        this.render = new RenderClient(tls);
         this.staticSources = staticSources;
         this.staticIdentity = staticIdentity;
         this.control = control;
@@ -111,6 +118,9 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
         this.decisions = Counter.builder().name("vllm_router_prefix_routing_decisions_total")
                 .help("kv_aware decisions, by policy, stage and outcome")
                 .labelNames("policy", "stage", "outcome").withoutExemplars().register(registry);
+        this.renderSeconds = Summary.builder().name("vllm_router_kv_render_seconds")
+                .help("The render call kv_aware makes before placing a request, answered or not")
+                .quantile(0.5, 0.01).quantile(0.99, 0.001).withoutExemplars().register(registry);
         workers.addListener(this);
         workers.all().forEach(this::added);
     }
@@ -144,6 +154,7 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
             String base = w.baseUrl();
             if (registered.remove(base)) {
                 identities.remove(base);
+                render.forget(base);
                 executor.execute(() -> subscribers.stopWorker(base));
             }
         }
@@ -237,8 +248,10 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
             headers.set(HttpHeaderNames.AUTHORIZATION, auth);
         }
         byte[] body = ByteBufUtil.getBytes(request.content());
-        return client.send(loop, HttpMethod.POST, renderer.baseUrl(), renderPath, headers, body, RENDER_TIMEOUT)
+        long started = System.nanoTime();
+        return render.post(loop, renderer.baseUrl(), renderPath, headers, body, RENDER_TIMEOUT)
                 .handle((reply, error) -> {
+                    renderSeconds.observe((System.nanoTime() - started) / 1e9);
                     int[] tokens = error == null ? renderedTokens(reply) : null;
                     if (tokens == null || tokens.length == 0) {
                         routingInputs.labelValues("http", "render_failed").inc();
@@ -337,5 +350,6 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
     public void close() {
         executor.execute(subscribers::close);
         executor.shutdown();
+        render.close();
     }
 }
