@@ -20,7 +20,9 @@ answers a client read that carry a Java stack trace (there should be none).
 over keep-alive connections with HTTP/1.1 pipelining, to a router started with --max-sessions
 (100,000 in this mode) and prints the evictions (vllm_router_sticky_sessions_evicted_total), the
 live sessions and the engine's RSS every --report-secs: once the table is full, every new id evicts
-one and the RSS stays flat.
+one. The RSS then grows only while the JVM grows its heap (its default limit is a quarter of the
+machine's memory) and levels off at the limit; VLLM_ROUTER_JVM_OPTS=-Xmx192m shows that within a
+run (about 305 MiB, flat from about 900,000 ids on).
 
     make engine-jar python-install
     python examples/bench/soak.py --minutes 2
