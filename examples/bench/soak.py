@@ -13,13 +13,26 @@ Faults, one every --fault-every-secs on average: a worker SIGKILLed and restarte
 after a few seconds; 50 clients that hang up mid-stream; a body just over --max-payload-size; 20
 slow-loris connections held for a while; a flood of 2,000 one-off ids.
 
+Both modes end by checking that the router is healthy and serves a new session, and count the
+answers a client read that carry a Java stack trace (there should be none).
+
+--million-ids sends --ids requests (1,000,000 by default), each with an X-Session-ID of its own,
+over keep-alive connections with HTTP/1.1 pipelining, to a router started with --max-sessions
+(100,000 in this mode) and prints the evictions (vllm_router_sticky_sessions_evicted_total), the
+live sessions and the engine's RSS every --report-secs: once the table is full, every new id evicts
+one. The RSS then grows only while the JVM grows its heap (its default limit is a quarter of the
+machine's memory) and levels off at the limit; VLLM_ROUTER_JVM_OPTS=-Xmx192m shows that within a
+run (about 305 MiB, flat from about 900,000 ids on).
+
     make engine-jar python-install
     python examples/bench/soak.py --minutes 2
+    python examples/bench/soak.py --million-ids
 
-Everything runs on 127.0.0.1; every loop is bounded by the duration.
+Everything runs on 127.0.0.1; every loop is bounded by the duration or by the number of ids.
 """
 
 import argparse
+import asyncio
 import http.client
 import json
 import os
@@ -37,6 +50,8 @@ from vllm_router.bridge.engine_command import engine_command, engine_jar, read_e
 from vllm_router.bridge.java_runtime import find_java
 
 KILL_BLAME_SECS = 5.0
+# What a Java stack trace looks like in an answer: a frame line, or an exception's class name.
+STACK_TRACE_MARKS = (b"\tat ", b"Exception:", b"java.lang.")
 
 
 def worker_port(rng: random.Random) -> int:
@@ -106,6 +121,7 @@ class Tally:
         self.five_xx_near_kill = 0
         self.five_xx_other = 0
         self.transport_errors = 0
+        self.stack_traces = 0
         self.last_kill = -1e9
 
     def status(self, code: int) -> None:
@@ -123,6 +139,12 @@ class Tally:
         with self.lock:
             self.transport_errors += 1
 
+    def answer(self, code: int, body: bytes) -> None:
+        self.status(code)
+        if any(mark in body for mark in STACK_TRACE_MARKS):
+            with self.lock:
+                self.stack_traces += 1
+
 
 def request(url: str, body: dict, headers: dict, timeout: float = 30.0):
     data = json.dumps(body).encode()
@@ -132,11 +154,9 @@ def request(url: str, body: dict, headers: dict, timeout: float = 30.0):
         req.add_header(name, value)
     try:
         with urllib.request.urlopen(req, timeout=timeout) as response:
-            response.read()
-            return response.status
+            return response.status, response.read()
     except urllib.error.HTTPError as e:
-        e.read()
-        return e.code
+        return e.code, e.read()
 
 
 def client_loop(router_url: str, tally: Tally, stop: threading.Event, seed: int) -> None:
@@ -146,9 +166,8 @@ def client_loop(router_url: str, tally: Tally, stop: threading.Event, seed: int)
         n += 1
         try:
             if rng.random() < 0.3:
-                code = request(router_url + "/v1/completions", {"prompt": "one-off", "max_tokens": 2},
-                               {"x-request-id": f"gw-{seed}-{n}"})
-                tally.status(code)
+                tally.answer(*request(router_url + "/v1/completions", {"prompt": "one-off", "max_tokens": 2},
+                                      {"x-request-id": f"gw-{seed}-{n}"}))
                 continue
             session = f"traj-{seed}-{n}"
             for turn in range(rng.randint(2, 5)):
@@ -156,8 +175,8 @@ def client_loop(router_url: str, tally: Tally, stop: threading.Event, seed: int)
                     break
                 body = {"prompt": f"turn {turn} of {session}", "max_tokens": 4,
                         "stream": rng.random() < 0.5}
-                tally.status(request(router_url + "/v1/completions", body, {"X-Session-ID": session}))
-            tally.status(request(router_url + f"/finish_session?session_id={session}", {}, {}))
+                tally.answer(*request(router_url + "/v1/completions", body, {"X-Session-ID": session}))
+            tally.answer(*request(router_url + f"/finish_session?session_id={session}", {}, {}))
         except (OSError, http.client.HTTPException):
             # A stream cut short (its worker was killed): the client saw a broken response, not a 5xx.
             tally.transport_error()
@@ -213,8 +232,8 @@ def slow_loris(port: int, count: int, hold_secs: float, stop: threading.Event) -
 def flood(router_url: str, tally: Tally, count: int) -> None:
     for i in range(count):
         try:
-            tally.status(request(router_url + "/v1/completions", {"prompt": "flood", "max_tokens": 1},
-                                 {"x-request-id": f"flood-{time.monotonic_ns()}-{i}"}))
+            tally.answer(*request(router_url + "/v1/completions", {"prompt": "flood", "max_tokens": 1},
+                                  {"x-request-id": f"flood-{time.monotonic_ns()}-{i}"}))
         except (OSError, http.client.HTTPException):
             tally.transport_error()
 
@@ -256,26 +275,11 @@ def engine_rss_mib() -> float:
     return float("nan")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--minutes", type=float, default=2.0)
-    parser.add_argument("--workers", type=int, default=3)
-    parser.add_argument("--clients", type=int, default=16)
-    parser.add_argument("--max-sessions", type=int, default=5_000)
-    parser.add_argument("--max-payload-size", type=int, default=1024 * 1024)
-    parser.add_argument("--fault-every-secs", type=float, default=5.0)
-    parser.add_argument("--report-secs", type=float, default=10.0)
-    parser.add_argument("--seed", type=int, default=1)
-    opts = parser.parse_args()
+def soak(opts: argparse.Namespace) -> None:
     rng = random.Random(opts.seed)
 
     workers = [MockWorker(worker_port(rng)) for _ in range(opts.workers)]
-    args = RouterArgs(port=0, prometheus_port=0, policy="sticky_least_loaded",
-                      worker_urls=[w.url for w in workers], worker_startup_check_interval=1,
-                      health_check_interval_secs=1, health_failure_threshold=1,
-                      health_success_threshold=1, request_timeout_secs=10,
-                      max_sessions=opts.max_sessions, max_payload_size=opts.max_payload_size,
-                      log_level="warning")
+    args = router_args(workers, opts)
     tally = Tally()
     stop = threading.Event()
     faults = {}
@@ -301,7 +305,9 @@ def main() -> None:
                 if fault == "kill":
                     # One worker at a time: a worker killed again while it restarts would race for its port.
                     live = [w for w in workers if w.alive()]
-                    if len(live) == len(workers):
+                    if len(live) < len(workers):
+                        faults["kill-skipped"] = faults.get("kill-skipped", 0) + 1
+                    else:
                         victim = rng.choice(live)
                         with tally.lock:
                             tally.last_kill = time.monotonic()
@@ -361,8 +367,173 @@ def main() -> None:
               f"count mismatches seen {anomalies['count_mismatch']}, negative counts seen {anomalies['negative_count']}")
         print(f"summary: worker loads after the traffic {loads}; engine RSS MiB first {rss[0] if rss else 'n/a':.0f}, "
               f"max {max(rss) if rss else float('nan'):.0f}, last {rss[-1] if rss else float('nan'):.0f}")
+        print(f"summary: {end_check(router)}; answers with a stack trace {tally.stack_traces}")
     for w in workers:
         w.close()
+
+
+def router_args(workers: list, opts: argparse.Namespace) -> RouterArgs:
+    return RouterArgs(port=0, prometheus_port=0, policy="sticky_least_loaded",
+                      worker_urls=[w.url for w in workers], worker_startup_check_interval=1,
+                      health_check_interval_secs=1, health_failure_threshold=1,
+                      health_success_threshold=1, request_timeout_secs=10,
+                      max_sessions=opts.max_sessions, max_payload_size=opts.max_payload_size,
+                      log_level="warning")
+
+
+def end_check(router) -> str:
+    """The router's /health and a new session's answer once the run is over."""
+    with urllib.request.urlopen(router.url + "/health", timeout=10) as response:
+        health = response.status
+    code, _ = request(router.url + "/v1/completions", {"prompt": "after", "max_tokens": 1},
+                      {"X-Session-ID": f"after-{time.monotonic_ns()}"})
+    return f"after the run /health {health}, a new session {code}"
+
+
+def metric(metrics_port: int, name: str) -> float:
+    with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as response:
+        for line in response.read().decode().splitlines():
+            if line.startswith(name + " "):
+                return float(line.rsplit(" ", 1)[1])
+    return float("nan")
+
+
+async def read_answer(reader: asyncio.StreamReader):
+    """One HTTP/1.1 response: its status and body, framed by Content-Length or chunked."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.split(b"\r\n")
+    status = int(lines[0].split(b" ", 2)[1])
+    length = 0
+    chunked = False
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        name = name.strip().lower()
+        if name == b"content-length":
+            length = int(value)
+        elif name == b"transfer-encoding":
+            chunked = b"chunked" in value.lower()
+    if not chunked:
+        return status, await reader.readexactly(length)
+    body = bytearray()
+    while True:
+        size = int((await reader.readuntil(b"\r\n")).split(b";", 1)[0], 16)
+        if size == 0:
+            while await reader.readuntil(b"\r\n") != b"\r\n":
+                pass
+            return status, bytes(body)
+        body += (await reader.readexactly(size + 2))[:-2]
+
+
+async def distinct_ids_connection(port: int, ids: range, depth: int, tally: Tally) -> None:
+    """Sends one request per id, `depth` at a time pipelined on one keep-alive connection; a connection the router
+    closes is counted (the unanswered requests as transport errors) and opened again."""
+    body = json.dumps({"prompt": "x", "max_tokens": 1}).encode()
+    head = (b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\nX-Session-ID: million-" % len(body))
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    for start in range(ids.start, ids.stop, depth):
+        batch = range(start, min(start + depth, ids.stop))
+        writer.write(b"".join(head + b"%d\r\n\r\n" % i + body for i in batch))
+        answered = 0
+        try:
+            for _ in batch:
+                tally.answer(*await read_answer(reader))
+                answered += 1
+        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
+            for _ in range(len(batch) - answered):
+                tally.transport_error()
+            writer.close()
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.close()
+
+
+async def send_distinct_ids(port: int, ids: int, connections: int, depth: int, tally: Tally) -> None:
+    share = -(-ids // connections)
+    await asyncio.gather(*(distinct_ids_connection(port, range(c * share, min((c + 1) * share, ids)), depth, tally)
+                           for c in range(connections)))
+
+
+def million_ids(opts: argparse.Namespace) -> None:
+    rng = random.Random(opts.seed)
+    workers = [MockWorker(worker_port(rng)) for _ in range(opts.workers)]
+    tally = Tally()
+    rss = []
+    anomalies = {"count_mismatch": 0, "negative_count": 0}
+    with Router.from_args(router_args(workers, opts)).launch() as router:
+        start = time.monotonic()
+        sender = threading.Thread(target=asyncio.run, args=(send_distinct_ids(router.port, opts.ids, opts.connections,
+                                                                              opts.pipeline, tally),), daemon=True)
+        sender.start()
+        full_at = None
+        print(f"{'t(s)':>6} {'answered':>9} {'req/s':>6} {'non-200':>7} {'io-err':>6} {'sessions':>8} "
+              f"{'evicted':>8} {'sum ok':>6} {'min/w':>5} {'RSS MiB':>8}", flush=True)
+        last_answered, last_t = 0, start
+        while sender.is_alive():
+            sender.join(opts.report_secs)
+            now = time.monotonic()
+            stats = router.session_stats()
+            counts = stats["active_by_worker"].values()
+            total_ok = sum(counts) == stats["active_sessions"]
+            smallest = min(counts, default=0)
+            anomalies["count_mismatch"] += 0 if total_ok else 1
+            anomalies["negative_count"] += 1 if smallest < 0 else 0
+            evicted = metric(router.metrics_port, "vllm_router_sticky_sessions_evicted_total")
+            mib = engine_rss_mib()
+            rss.append((now - start, mib, stats["active_sessions"] >= opts.max_sessions))
+            if full_at is None and stats["active_sessions"] >= opts.max_sessions:
+                full_at = now - start
+            with tally.lock:
+                answered = sum(tally.by_status.values())
+                print(f"{now - start:6.0f} {answered:9d} {(answered - last_answered) / (now - last_t):6.0f} "
+                      f"{answered - tally.ok:7d} {tally.transport_errors:6d} {stats['active_sessions']:8d} "
+                      f"{evicted:8.0f} {'yes' if total_ok else 'NO':>6} {smallest:5d} {mib:8.0f}", flush=True)
+            last_answered, last_t = answered, now
+        elapsed = time.monotonic() - start
+        stats = router.session_stats()
+        evicted = metric(router.metrics_port, "vllm_router_sticky_sessions_evicted_total")
+        after_full = [mib for _, mib, full in rss if full]
+        print(f"summary: {opts.ids} distinct session ids in {elapsed:.0f} s ({opts.ids / elapsed:.0f} req/s) over "
+              f"{opts.connections} connections pipelining {opts.pipeline}; statuses "
+              f"{dict(sorted(tally.by_status.items()))}, transport errors {tally.transport_errors}")
+        print(f"summary: sessions active {stats['active_sessions']} (max {opts.max_sessions}), started "
+              f"{stats['started']}, evicted {stats['evicted']} (metric {evicted:.0f}, expected "
+              f"{stats['started'] - opts.max_sessions}); counts add up: "
+              f"{sum(stats['active_by_worker'].values()) == stats['active_sessions']}; lifetime counters add up: "
+              f"{stats['started'] - stats['released'] - stats['expired'] - stats['evicted'] == stats['active_sessions']}; "
+              f"count mismatches seen {anomalies['count_mismatch']}, negative counts seen {anomalies['negative_count']}")
+        if after_full:
+            print(f"summary: engine RSS MiB when the table filled (t={full_at:.0f} s) {after_full[0]:.0f}, after it "
+                  f"min {min(after_full):.0f} max {max(after_full):.0f} last {after_full[-1]:.0f}")
+        else:
+            print("summary: the table never filled")
+        print(f"summary: {end_check(router)}; answers with a stack trace {tally.stack_traces}")
+    for w in workers:
+        w.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--minutes", type=float, default=2.0)
+    parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--max-sessions", type=int,
+                        help="the router's session bound (default 5,000; 100,000 with --million-ids)")
+    parser.add_argument("--max-payload-size", type=int, default=1024 * 1024)
+    parser.add_argument("--fault-every-secs", type=float, default=5.0)
+    parser.add_argument("--report-secs", type=float, default=10.0)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--million-ids", action="store_true",
+                        help="instead of the soak, send --ids requests with distinct session ids")
+    parser.add_argument("--ids", type=int, default=1_000_000)
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--pipeline", type=int, default=16, help="requests in flight on each connection")
+    opts = parser.parse_args()
+    if opts.max_sessions is None:
+        opts.max_sessions = 100_000 if opts.million_ids else 5_000
+    if opts.million_ids:
+        million_ids(opts)
+    else:
+        soak(opts)
 
 
 if __name__ == "__main__":
