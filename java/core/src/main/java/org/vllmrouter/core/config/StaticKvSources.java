@@ -12,7 +12,8 @@ import java.util.regex.Pattern;
  * The static KV event sources of {@code --kv-event-source W=E[,E...]} and {@code --kv-event-replay-source} (regular
  * workers) or {@code --pd-kv-events} (the prefill workers of vLLM PD mode): for each worker its endpoints, one per
  * data-parallel rank in order, and as many replay endpoints or none. Checked in upstream's order with upstream's
- * messages.
+ * messages. Deviation: a {@code --pd-kv-events} {@code ipc://} endpoint, which upstream accepts, is refused, because
+ * JeroMQ's ipc is TCP on loopback and never reaches a vLLM publisher's Unix socket.
  */
 public final class StaticKvSources {
     /** One worker's publishers; {@code replayEndpoints} is empty or as long as {@code endpoints}. */
@@ -22,6 +23,7 @@ public final class StaticKvSources {
     /** Upstream fixes the block size of {@code --pd-kv-events} sources; there is no flag for it. */
     public static final int PD_BLOCK_SIZE = 16;
 
+    private static final String IPC = "ipc://";
     private static final Pattern TCP = Pattern.compile("tcp://(\\[[^\\]/@]+\\]|[^:/@\\[\\]]+):(\\d{1,5})");
     private static final List<String> UNSPECIFIED_HOSTS =
             List.of("0.0.0.0", "[::]", "0", "0x0", "[::ffff:0:0]", "[0:0:0:0:0:0:0:0]");
@@ -106,14 +108,21 @@ public final class StaticKvSources {
                             + "' must be a reachable ZMQ address (tcp://HOST:PORT or ipc://PATH)");
                 }
             }
+            for (String endpoint : endpoints) {
+                if (endpoint.startsWith(IPC)) {
+                    throw new ConfigException("pd_kv_event_sources['" + worker + "'] endpoint '" + endpoint
+                            + "': ipc:// is not supported by this router (its ZMQ client cannot reach a Unix socket); "
+                            + "use tcp://HOST:PORT");
+                }
+            }
             out.put(worker, new Source(worker, endpoints, List.of()));
         }
         return out;
     }
 
     private static boolean isZmqAddress(String endpoint) {
-        if (endpoint.startsWith("ipc://")) {
-            return endpoint.length() > "ipc://".length();
+        if (endpoint.startsWith(IPC)) {
+            return endpoint.length() > IPC.length();
         }
         Matcher m = TCP.matcher(endpoint);
         if (!m.matches()) {

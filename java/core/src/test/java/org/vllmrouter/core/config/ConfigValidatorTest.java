@@ -186,6 +186,7 @@ class ConfigValidatorTest {
         "PD\"pd_kv_events\": [\"http://p:1\"]}|--pd-kv-events expects WORKER_URL=ENDPOINT[,ENDPOINT...], got 'http://p:1'",
         "{\"worker_urls\": [\"http://p:1\"], \"pd_kv_events\": [\"=tcp://p:5557\"]}|--pd-kv-events expects WORKER_URL=ENDPOINT[,ENDPOINT...], got '=tcp://p:5557'",
         "PD\"pd_kv_events\": [\"http://p:1=tcp://p:5557\", \"http://p:1=tcp://p:5558\"]}|duplicate --pd-kv-events worker URL 'http://p:1'",
+        "PD\"pd_kv_events\": [\"http://p:1=tcp://p:5557,ipc:///tmp/p-kv\"]}|pd_kv_event_sources['http://p:1'] endpoint 'ipc:///tmp/p-kv': ipc:// is not supported by this router (its ZMQ client cannot reach a Unix socket); use tcp://HOST:PORT",
     })
     void pdKvEventSourcesAreCheckedWithUpstreamsMessages(String json, String message) {
         ConfigException e = assertThrows(ConfigException.class,
@@ -195,12 +196,12 @@ class ConfigValidatorTest {
 
     @Test
     void pdKvEventSourcesThatCheckOutAreAcceptedInDpRankOrder() throws Exception {
-        RouterConfig c = RouterConfig.fromJson(PD + "\"pd_kv_events\": [\"http://q:1=ipc:///tmp/q-kv\", "
+        RouterConfig c = RouterConfig.fromJson(PD + "\"pd_kv_events\": [\"http://q:1=tcp://q:5557\", "
                 + "\"http://p:1=tcp://localhost:5557,tcp://[::1]:5558\"]}");
         c.validate();
         Map<String, StaticKvSources.Source> sources = StaticKvSources.of(c);
         assertEquals(List.of("tcp://localhost:5557", "tcp://[::1]:5558"), sources.get("http://p:1").endpoints());
-        assertEquals(List.of("ipc:///tmp/q-kv"), sources.get("http://q:1").endpoints());
+        assertEquals(List.of("tcp://q:5557"), sources.get("http://q:1").endpoints());
         assertEquals(List.of(), sources.get("http://p:1").replayEndpoints());
     }
 
