@@ -139,9 +139,9 @@ class KvAwareTest {
         }));
     }
 
-    @Test
-    void inPdModeARepeatedLongPromptIsPrefilledByThePrefillWorkerThatHoldsIt() throws Exception {
-        mock = MockWorkers.start(MockConfig.builder().count(3)
+    /** vLLM PD mode: workers 0 and 1 prefill and publish KV events, named by --pd-kv-events; worker 2 decodes. */
+    private void startPd(MockConfig.Builder workers) throws Exception {
+        mock = MockWorkers.start(workers.count(3)
                 .worker(0, k -> k.kvEvents(true).blockSize(BLOCK))
                 .worker(1, k -> k.kvEvents(true).blockSize(BLOCK)).build());
         List<String> urls = mock.urls();
@@ -155,6 +155,11 @@ class KvAwareTest {
         router = Fixture.start(cfg);
         assertTrue(ResilienceTest.eventually(() -> router.kvPlacement().sources().size() == 2),
                 "both prefill workers' KV sources are subscribed: " + router.kvPlacement().sources());
+    }
+
+    @Test
+    void inPdModeARepeatedLongPromptIsPrefilledByThePrefillWorkerThatHoldsIt() throws Exception {
+        startPd(MockConfig.builder());
         String body = completion("held-by-the-second-prefill-worker");
         holdOnOnceSubscribed(1, body);
 
@@ -170,6 +175,19 @@ class KvAwareTest {
 
         assertEquals(200, viaRouter(completion("held-by-no-prefill-worker")).statusCode());
         assertEquals(1, prefills(0), "with no holder, load decides and the first idle worker prefills");
+    }
+
+    @Test
+    void inPdModeAFailedRenderLeavesThePrefillChoiceToLoad() throws Exception {
+        // The first prefill worker renders (the first candidate with KV sources); its first inference-route call fails.
+        startPd(MockConfig.builder().worker(0, k -> k.failFirstN(1)));
+        HttpResponse<String> r = viaRouter(completion("pd-render-fails"));
+        assertEquals(200, r.statusCode(), r.body());
+        assertEquals(1, mock.worker(0).captured("/v1/completions/render").size(), "one render call, which failed");
+        assertEquals(1, prefills(0), "idle prefill workers tie on load: the first prefills");
+        assertEquals(1.0, metric("vllm_router_kv_routing_inputs_total", "result=\"render_failed\""));
+        assertEquals(1.0, metric("vllm_router_prefix_routing_decisions_total", "stage=\"prefill\"",
+                "outcome=\"missing_tokens\""));
     }
 
     /** Router requests prefilled by worker {@code index} (its direct requests carry no {@code kv_transfer_params}). */
