@@ -20,6 +20,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.logging.Logger;
@@ -211,7 +212,10 @@ public final class RouterServer implements AutoCloseable {
                                            WorkerTls tls, EventLoop control, RouterMetrics metrics) {
         for (LoadBalancingPolicy p : policies.all()) {
             if (p instanceof KvAwarePolicy kvAware) {
-                CacheIdentity identity = sources.isEmpty() ? null
+                CacheIdentity identity = sources.isEmpty() ? null : config.isPdMode()
+                        // --pd-kv-events names no model: its prefill workers share one tree at the fixed block size.
+                        ? new CacheIdentity(Objects.requireNonNullElse(config.kvEventModel(), ""),
+                                StaticKvSources.PD_BLOCK_SIZE)
                         : new CacheIdentity(config.kvEventModel(), config.kvEventBlockSize());
                 return new KvPlacement(workers, client, tls, control, kvAware.settings(), sources, identity, metrics.registry(),
                         KvSubscribers.Settings.DEFAULTS);

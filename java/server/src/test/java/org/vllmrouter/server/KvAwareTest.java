@@ -7,8 +7,10 @@ import com.fasterxml.jackson.databind.JsonNode;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
@@ -135,6 +137,88 @@ class KvAwareTest {
                 throw new IllegalStateException(e);
             }
         }));
+    }
+
+    /** vLLM PD mode: workers 0 and 1 prefill and publish KV events, named by --pd-kv-events; worker 2 decodes. */
+    private void startPd(MockConfig.Builder workers) throws Exception {
+        mock = MockWorkers.start(workers.count(3)
+                .worker(0, k -> k.kvEvents(true).blockSize(BLOCK))
+                .worker(1, k -> k.kvEvents(true).blockSize(BLOCK)).build());
+        List<String> urls = mock.urls();
+        Map<String, Object> cfg = Fixture.base(List.of());
+        cfg.put("vllm_pd_disaggregation", true);
+        cfg.put("prefill_policy", "kv_aware");
+        cfg.put("prefill_urls", List.of(Arrays.asList(urls.get(0), null), Arrays.asList(urls.get(1), null)));
+        cfg.put("decode_urls", List.of(urls.get(2)));
+        cfg.put("pd_kv_events", List.of(urls.get(0) + "=" + mock.worker(0).kvEvents().endpoint(),
+                urls.get(1) + "=" + mock.worker(1).kvEvents().endpoint()));
+        router = Fixture.start(cfg);
+        assertTrue(ResilienceTest.eventually(() -> router.kvPlacement().sources().size() == 2),
+                "both prefill workers' KV sources are subscribed: " + router.kvPlacement().sources());
+    }
+
+    @Test
+    void inPdModeARepeatedLongPromptIsPrefilledByThePrefillWorkerThatHoldsIt() throws Exception {
+        startPd(MockConfig.builder());
+        String body = completion("held-by-the-second-prefill-worker");
+        holdOnOnceSubscribed(1, body);
+
+        for (int turn = 0; turn < 2; turn++) {
+            HttpResponse<String> r = viaRouter(body);
+            assertEquals(200, r.statusCode(), r.body());
+            assertEquals(mock.worker(2).id(), r.headers().firstValue("X-Worker-Id").orElseThrow(), "decoded");
+        }
+        assertEquals(0, prefills(0), "the idle first prefill worker does not hold the prompt");
+        assertEquals(2, prefills(1), "both turns are prefilled where the prompt is held");
+        assertEquals(2.0, metric("vllm_router_prefix_routing_decisions_total", "stage=\"prefill\"",
+                "outcome=\"prefix_cost\""));
+
+        assertEquals(200, viaRouter(completion("held-by-no-prefill-worker")).statusCode());
+        assertEquals(1, prefills(0), "with no holder, load decides and the first idle worker prefills");
+    }
+
+    @Test
+    void inPdModeAFailedRenderLeavesThePrefillChoiceToLoad() throws Exception {
+        // The first prefill worker renders (the first candidate with KV sources); its first inference-route call fails.
+        startPd(MockConfig.builder().worker(0, k -> k.failFirstN(1)));
+        HttpResponse<String> r = viaRouter(completion("pd-render-fails"));
+        assertEquals(200, r.statusCode(), r.body());
+        assertEquals(1, mock.worker(0).captured("/v1/completions/render").size(), "one render call, which failed");
+        assertEquals(1, prefills(0), "idle prefill workers tie on load: the first prefills");
+        assertEquals(1.0, metric("vllm_router_kv_routing_inputs_total", "result=\"render_failed\""));
+        assertEquals(1.0, metric("vllm_router_prefix_routing_decisions_total", "stage=\"prefill\"",
+                "outcome=\"missing_tokens\""));
+    }
+
+    /** Router requests prefilled by worker {@code index} (its direct requests carry no {@code kv_transfer_params}). */
+    private long prefills(int index) {
+        return mock.worker(index).captured("/v1/completions").stream()
+                .filter(c -> new String(c.body(), StandardCharsets.UTF_8).contains("do_remote_decode")).count();
+    }
+
+    /**
+     * Like {@link #holdOn}, for sources without replay: a batch published before the subscription is connected is
+     * lost, so other prompts go first until their events arrive, and then {@code body}.
+     */
+    private void holdOnOnceSubscribed(int index, String body) throws Exception {
+        String holder = mock.urls().get(index);
+        String stored = "worker=\"" + holder + "\"";
+        int[] fillers = {0};
+        assertTrue(ResilienceTest.eventually(() -> {
+            try {
+                if (metric("vllm_router_kv_events_applied_total", stored, "type=\"stored\"") > 0) {
+                    return true;
+                }
+                TestHttp.post(holder + "/v1/completions", completion("filler-" + fillers[0]++));
+                return false;
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        }));
+        double before = metric("vllm_router_kv_events_applied_total", stored, "type=\"stored\"");
+        assertEquals(200, TestHttp.post(holder + "/v1/completions", body).statusCode());
+        assertTrue(ResilienceTest.eventually(
+                () -> metric("vllm_router_kv_events_applied_total", stored, "type=\"stored\"") > before));
     }
 
     @Test

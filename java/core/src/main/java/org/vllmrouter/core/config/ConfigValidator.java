@@ -74,9 +74,6 @@ final class ConfigValidator {
             }
             throw unsupported("--kv-connector moriio");
         }
-        if (!c.pdKvEvents().isEmpty()) {
-            throw unsupported("--pd-kv-events");
-        }
         if (c.programSchedulingConfigJson() != null && !c.enableProgramScheduling()) {
             throw new ConfigException("program_scheduling_config_json requires enable_program_scheduling");
         }

@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
+import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -121,7 +123,6 @@ class ConfigValidatorTest {
     @CsvSource(delimiter = '|', value = {
         "{\"kv_connector\": \"moriio\"}|MoRI-IO KV connector requires service discovery to be enabled (ZMQ addresses are obtained via instance registration). Please run with `--vllm-discovery-address ${address}`",
         "{\"kv_connector\": \"MoRIIO\", \"vllm_pd_disaggregation\": true, \"vllm_discovery_address\": \"127.0.0.1:5000\"}|`--kv-connector moriio` is not supported by this router",
-        "{\"pd_kv_events\": [\"http://p:1=tcp://p:5557\"]}|`--pd-kv-events` is not supported by this router",
         "{\"enable_program_scheduling\": true}|`--enable-program-scheduling` is not supported by this router",
         "{\"program_scheduling_config_json\": \"{}\"}|program_scheduling_config_json requires enable_program_scheduling",
         "{\"enable_program_scheduling\": true, \"program_scheduling_config_json\": \"{}\"}|`--enable-program-scheduling` is not supported by this router",
@@ -163,6 +164,45 @@ class ConfigValidatorTest {
         ConfigException e = assertThrows(ConfigException.class,
                 () -> RouterConfig.fromJson(json.startsWith("KV") ? KV + json.substring(2) : json).validate());
         assertEquals(message, e.getMessage());
+    }
+
+    private static final String PD = "{\"vllm_pd_disaggregation\": true, \"prefill_policy\": \"kv_aware\", "
+            + "\"prefill_urls\": [[\"http://p:1\", null], [\"http://q:1\", null]], \"decode_urls\": [\"http://d:1\"], ";
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "{\"worker_urls\": [\"http://p:1\"], \"policy\": \"kv_aware\", \"pd_kv_events\": [\"http://p:1=tcp://p:5557\"]}|pd_kv_event_sources requires vllm_prefill_decode mode",
+        "{\"pd_disaggregation\": true, \"prefill_policy\": \"kv_aware\", \"prefill_urls\": [[\"http://p:1\", null]], \"decode_urls\": [\"http://d:1\"], \"pd_kv_events\": [\"http://p:1=tcp://p:5557\"]}|pd_kv_event_sources requires vllm_prefill_decode mode",
+        "{\"vllm_pd_disaggregation\": true, \"prefill_urls\": [[\"http://p:1\", null]], \"decode_urls\": [\"http://d:1\"], \"pd_kv_events\": [\"http://p:1=tcp://p:5557\"]}|pd_kv_event_sources requires a kv_aware prefill policy (other policies never start KV event subscribers)",
+        "{\"vllm_pd_disaggregation\": true, \"policy\": \"kv_aware\", \"prefill_policy\": \"round_robin\", \"prefill_urls\": [[\"http://p:1\", null]], \"decode_urls\": [\"http://d:1\"], \"pd_kv_events\": [\"http://p:1=tcp://p:5557\"]}|pd_kv_event_sources requires a kv_aware prefill policy (other policies never start KV event subscribers)",
+        "PD\"pd_kv_events\": [\"http://p:1@0=tcp://p:5557\"]}|pd_kv_event_sources key 'http://p:1@0' is not a configured prefill URL (use the base URL without the '@rank' suffix)",
+        "PD\"pd_kv_events\": [\"http://d:1=tcp://d:5557\"]}|pd_kv_event_sources key 'http://d:1' is not a configured prefill URL (use the base URL without the '@rank' suffix)",
+        "PD\"pd_kv_events\": [\"http://p:1=tcp://*:5557\"]}|pd_kv_event_sources['http://p:1'] endpoint 'tcp://*:5557' must be a reachable ZMQ address (tcp://HOST:PORT or ipc://PATH)",
+        "PD\"pd_kv_events\": [\"http://p:1=tcp://p:5557,tcp://0.0.0.0:5558\"]}|pd_kv_event_sources['http://p:1'] endpoint 'tcp://0.0.0.0:5558' must be a reachable ZMQ address (tcp://HOST:PORT or ipc://PATH)",
+        "PD\"pd_kv_events\": [\"http://p:1=tcp://p:0\"]}|pd_kv_event_sources['http://p:1'] endpoint 'tcp://p:0' must be a reachable ZMQ address (tcp://HOST:PORT or ipc://PATH)",
+        "PD\"pd_kv_events\": [\"http://p:1=http://p:5557\"]}|pd_kv_event_sources['http://p:1'] endpoint 'http://p:5557' must be a reachable ZMQ address (tcp://HOST:PORT or ipc://PATH)",
+        "PD\"pd_kv_events\": [\"http://p:1=ipc://\"]}|pd_kv_event_sources['http://p:1'] endpoint 'ipc://' must be a reachable ZMQ address (tcp://HOST:PORT or ipc://PATH)",
+        "PD\"pd_kv_events\": [\"http://p:1=\"]}|pd_kv_event_sources['http://p:1'] endpoint '' must be a reachable ZMQ address (tcp://HOST:PORT or ipc://PATH)",
+        "PD\"pd_kv_events\": [\"http://p:1\"]}|--pd-kv-events expects WORKER_URL=ENDPOINT[,ENDPOINT...], got 'http://p:1'",
+        "{\"worker_urls\": [\"http://p:1\"], \"pd_kv_events\": [\"=tcp://p:5557\"]}|--pd-kv-events expects WORKER_URL=ENDPOINT[,ENDPOINT...], got '=tcp://p:5557'",
+        "PD\"pd_kv_events\": [\"http://p:1=tcp://p:5557\", \"http://p:1=tcp://p:5558\"]}|duplicate --pd-kv-events worker URL 'http://p:1'",
+        "PD\"pd_kv_events\": [\"http://p:1=tcp://p:5557,ipc:///tmp/p-kv\"]}|pd_kv_event_sources['http://p:1'] endpoint 'ipc:///tmp/p-kv': ipc:// is not supported by this router (its ZMQ client cannot reach a Unix socket); use tcp://HOST:PORT",
+    })
+    void pdKvEventSourcesAreCheckedWithUpstreamsMessages(String json, String message) {
+        ConfigException e = assertThrows(ConfigException.class,
+                () -> RouterConfig.fromJson(json.startsWith("PD") ? PD + json.substring(2) : json).validate());
+        assertEquals(message, e.getMessage());
+    }
+
+    @Test
+    void pdKvEventSourcesThatCheckOutAreAcceptedInDpRankOrder() throws Exception {
+        RouterConfig c = RouterConfig.fromJson(PD + "\"pd_kv_events\": [\"http://q:1=tcp://q:5557\", "
+                + "\"http://p:1=tcp://localhost:5557,tcp://[::1]:5558\"]}");
+        c.validate();
+        Map<String, StaticKvSources.Source> sources = StaticKvSources.of(c);
+        assertEquals(List.of("tcp://localhost:5557", "tcp://[::1]:5558"), sources.get("http://p:1").endpoints());
+        assertEquals(List.of("tcp://q:5557"), sources.get("http://q:1").endpoints());
+        assertEquals(List.of(), sources.get("http://p:1").replayEndpoints());
     }
 
     @Test

@@ -87,8 +87,9 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
     private final Summary renderSeconds;
 
     /**
-     * {@code staticSources}: workers whose publishers the flags name ({@code --kv-event-source}); they are subscribed
-     * under {@code staticIdentity} without asking the worker. Every other worker is asked.
+     * {@code staticSources}: workers whose publishers the flags name ({@code --kv-event-source}, or
+     * {@code --pd-kv-events} for prefill workers); they are subscribed under {@code staticIdentity} without asking the
+     * worker. Every other worker is asked.
      */
     public KvPlacement(WorkerRegistry workers, ControlClient client, WorkerTls tls, EventLoop control,
                        KvAwarePolicy.Settings credits,
@@ -170,7 +171,7 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
             String replay = configured.replayEndpoints().isEmpty() ? null : configured.replayEndpoints().get(rank);
             subscribers.start(new SourceId(base, rank), staticIdentity, new KvEventSource(endpoints.get(rank), replay, ""));
         }
-        LOG.info("KV events of " + base + " from --kv-event-source: " + endpoints.size() + " source(s)");
+        LOG.info("KV events of " + base + " from the flags: " + endpoints.size() + " source(s)");
     }
 
     private record WorkerReplies(ControlClient.Reply info, ControlClient.Reply sources) {
@@ -229,18 +230,20 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
     }
 
     /**
-     * What the regular candidates for {@code model} hold of the request's prompt, on {@code loop} (the client's, so
-     * the caller continues there). Never fails: without tokens the answer is {@link PrefixResidency#UNKNOWN}-like.
+     * What the candidates of {@code role} (regular, or prefill in PD mode) for {@code model} hold of the request's
+     * prompt, on {@code loop} (the client's, so the caller continues there). Never fails: without tokens the answer is
+     * {@link PrefixResidency#UNKNOWN}-like.
      */
     public CompletableFuture<PrefixResidency> residency(EventLoop loop, String route, FullHttpRequest request,
-                                                        String model) {
-        List<Worker> candidates = workers.candidates(model, WorkerRole.REGULAR);
+                                                        String model, WorkerRole role) {
+        String stage = role == WorkerRole.PREFILL ? "prefill" : "regular";
+        List<Worker> candidates = workers.candidates(model, role);
         String renderPath = RENDER_PATHS.get(route);
         Worker renderer = candidates.stream().filter(w -> identities.containsKey(w.baseUrl())).findFirst()
                 .orElse(null);
         if (renderPath == null || renderer == null) {
             routingInputs.labelValues("http", renderPath == null ? "unsupported_route" : "no_sources").inc();
-            return CompletableFuture.completedFuture(new Residency(0, Map.of()));
+            return CompletableFuture.completedFuture(new Residency(stage, 0, Map.of()));
         }
         HttpHeaders headers = new DefaultHttpHeaders();
         String auth = request.headers().get(HttpHeaderNames.AUTHORIZATION);
@@ -255,10 +258,10 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
                     int[] tokens = error == null ? renderedTokens(reply) : null;
                     if (tokens == null || tokens.length == 0) {
                         routingInputs.labelValues("http", "render_failed").inc();
-                        return new Residency(0, Map.of());
+                        return new Residency(stage, 0, Map.of());
                     }
                     routingInputs.labelValues("http", "tokens").inc();
-                    return lookup(tokens, candidates);
+                    return lookup(stage, tokens, candidates);
                 });
     }
 
@@ -287,7 +290,7 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
         }
     }
 
-    private Residency lookup(int[] tokens, List<Worker> candidates) {
+    private Residency lookup(String stage, int[] tokens, List<Worker> candidates) {
         Map<CacheIdentity, List<String>> byIdentity = new LinkedHashMap<>();
         for (Worker w : candidates) {
             CacheIdentity id = identities.get(w.baseUrl());
@@ -313,7 +316,7 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
         });
         boolean hit = credited.values().stream().anyMatch(c -> c > 0);
         placementLookups.labelValues(hit ? "hit" : "miss").inc();
-        return new Residency(tokens.length, credited);
+        return new Residency(stage, tokens.length, credited);
     }
 
     /** Leading blocks whose fastest copy is in {@code tier}: the prefix grows by them once that tier counts. */
@@ -322,10 +325,12 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
     }
 
     private final class Residency implements PrefixResidency {
+        private final String stage;
         private final int inputTokens;
         private final Map<String, Integer> credited;
 
-        Residency(int inputTokens, Map<String, Integer> credited) {
+        Residency(String stage, int inputTokens, Map<String, Integer> credited) {
+            this.stage = stage;
             this.inputTokens = inputTokens;
             this.credited = credited;
         }
@@ -342,7 +347,7 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
 
         @Override
         public void decided(Worker worker, String outcome) {
-            decisions.labelValues("kv_aware", "regular", outcome).inc();
+            decisions.labelValues("kv_aware", stage, outcome).inc();
         }
     }
 

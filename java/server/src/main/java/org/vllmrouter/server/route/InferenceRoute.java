@@ -64,7 +64,7 @@ final class InferenceRoute implements InferenceHandler {
             proxy.start(front, proxied);
             return;
         }
-        kv.residency(front.context().channel().eventLoop(), route, request, routing.model())
+        kv.residency(front.context().channel().eventLoop(), route, request, routing.model(), WorkerRole.REGULAR)
                 .thenAccept(prefix -> {
                     routing.withPrefix(prefix);
                     proxy.start(front, proxied);

@@ -27,6 +27,7 @@ import org.vllmrouter.core.config.PdMode;
 import org.vllmrouter.core.config.RouterConfig;
 import org.vllmrouter.core.policy.LoadBalancingPolicy;
 import org.vllmrouter.core.policy.PolicyRegistry;
+import org.vllmrouter.core.policy.PrefixResidency;
 import org.vllmrouter.core.policy.RoutingRequest;
 import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRegistry;
@@ -35,6 +36,7 @@ import org.vllmrouter.server.http.FrontendHandler;
 import org.vllmrouter.server.http.JsonBodyCheck;
 import org.vllmrouter.server.http.RequestPath;
 import org.vllmrouter.server.http.Responses;
+import org.vllmrouter.server.kv.KvPlacement;
 import org.vllmrouter.server.metrics.RouterMetrics;
 import org.vllmrouter.server.proxy.Hop;
 import org.vllmrouter.server.proxy.LogprobsMerge;
@@ -51,7 +53,8 @@ import org.vllmrouter.server.worker.ControlClient;
  * request goes to both at once with {@code bootstrap_host/port/room} added and the decode answer is relayed. The
  * decode request is the client's bytes with the new fields spliced in at the front of the object, so everything
  * else reaches the worker untouched. The decode stage is relayed by the proxy unless logprobs must be merged; the
- * other stages are one-shot calls accounted the same way (see {@link WorkerCalls}).
+ * other stages are one-shot calls accounted the same way (see {@link WorkerCalls}). A kv_aware prefill policy gets
+ * what each prefill worker holds of the prompt first, as the regular route's policy does ({@link KvPlacement}).
  */
 final class PdRoutes {
     private static final Logger LOG = Logger.getLogger(PdRoutes.class.getName());
@@ -67,10 +70,12 @@ final class PdRoutes {
     private final ControlClient client;
     private final Duration stageTimeout;
     private final RoutingInput input;
+    private final KvPlacement kv;
 
+    /** {@code kv} null: no configured policy weighs prefixes, and none gets any. */
     PdRoutes(RouterConfig config, WorkerRegistry workers, PolicyRegistry policies, Proxy proxy, WorkerCalls calls,
              RouterMetrics metrics, ControlClient client,
-             RoutingInput input) {
+             RoutingInput input, KvPlacement kv) {
         this.vllmMode = config.pdMode() == PdMode.VLLM;
         this.workers = workers;
         this.policies = policies;
@@ -80,6 +85,7 @@ final class PdRoutes {
         this.metrics = metrics;
         this.stageTimeout = Duration.ofSeconds(Math.max(1, config.requestTimeoutSecs()));
         this.input = input;
+        this.kv = kv;
     }
 
     /** Whether the inference route {@code route} runs through the PD pipeline (the others go to regular workers). */
@@ -97,11 +103,18 @@ final class PdRoutes {
                 return;
             }
             String target = path.rawQuery().isEmpty() ? workerPath : workerPath + "?" + path.rawQuery();
-            if (twoStage) {
-                twoStage(front, request, route, target, routing, admission);
-            } else {
-                bootstrap(front, request, route, target, routing, admission);
+            Runnable stages = twoStage
+                    ? () -> twoStage(front, request, route, target, routing, admission)
+                    : () -> bootstrap(front, request, route, target, routing, admission);
+            if (kv == null || !policies.prefillPolicy().usesPrefixResidency()) {
+                stages.run();
+                return;
             }
+            kv.residency(front.context().channel().eventLoop(), route, request, routing.model(), WorkerRole.PREFILL)
+                    .thenAccept(prefix -> {
+                        routing.withPrefix(prefix);
+                        stages.run();
+                    });
         };
     }
 
@@ -138,7 +151,9 @@ final class PdRoutes {
             return null;
         }
         Worker prefill = prefillPolicy.select(prefills, routing);
-        Worker decode = prefill == null ? null : decodePolicy.select(decodes, routing);
+        // The residency found is the prefill workers': a decode worker gets the prompt's KV from the prefill.
+        Worker decode = prefill == null ? null
+                : decodePolicy.select(decodes, routing.withPrefix(PrefixResidency.UNKNOWN));
         if (prefill == null || decode == null) {
             return null;
         }

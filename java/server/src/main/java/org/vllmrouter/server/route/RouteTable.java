@@ -74,7 +74,7 @@ public final class RouteTable implements RequestHandler {
         RoutingInput input = new RoutingInput(
                 new SessionIdExtractor(config.sessionIdHeaders(), config.sessionIdBodyFields()));
         PdRoutes pd = config.isPdMode()
-                ? new PdRoutes(config, workers, policies, proxy, calls, metrics, client, input) : null;
+                ? new PdRoutes(config, workers, policies, proxy, calls, metrics, client, input, kv) : null;
 
         // Inference path -> path on the worker.
         Map<String, String> inference = Map.of(
