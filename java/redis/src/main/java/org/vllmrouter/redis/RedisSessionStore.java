@@ -30,6 +30,7 @@ import java.util.concurrent.TimeoutException;
 import java.util.function.LongSupplier;
 import java.util.logging.Level;
 import java.util.logging.Logger;
+import org.vllmrouter.core.config.UrlRedaction;
 import org.vllmrouter.core.session.SessionStore;
 import org.vllmrouter.core.session.SessionStoreException;
 import org.vllmrouter.core.session.SessionStoreUrl;
@@ -106,7 +107,7 @@ public final class RedisSessionStore implements SessionStore {
      * within the TTL).
      */
     static RedisSessionStore open(String url, Duration ttl, LongSupplier clockMillis) throws SessionStoreException {
-        String shown = SessionStoreUrl.redact(url);
+        String shown = UrlRedaction.redact(url);
         RedisURI uri;
         try {
             uri = RedisURI.create(SessionStoreUrl.scheme(url) + url.substring(url.indexOf("://")));

@@ -193,7 +193,7 @@ public final class RouterServer implements AutoCloseable {
                     "router");
             Channel metricsListener = bind(group, config.effectivePrometheusHost(), config.effectivePrometheusPort(),
                     metricsInitializer(metrics), "Prometheus");
-            LOG.info("Router ready | workers: " + workers.all().stream().map(Worker::url).toList());
+            LOG.info("Router ready | workers: " + workers.all().stream().map(Worker::shownUrl).toList());
             LOG.info("Starting server on " + config.host() + ":" + ((InetSocketAddress) listener.localAddress()).getPort());
             return new RouterServer(config, group, workers, policies, proxy, inFlight, healthChecker, discovery, kv,
                     sweeper, listener, metricsListener);

@@ -87,7 +87,7 @@ public final class StickyLeastLoadedPolicy implements LoadBalancingPolicy {
         SessionTable.Assignment a = sessions.route(pool, sessionId, candidates);
         if (a.outcome() != SessionTable.Outcome.EXISTING && LOG.isLoggable(Level.INFO)) {
             LOG.log(Level.INFO, "SLL: new session ''{0}'' -> replica ''{1}'' (active sessions on replica: {2})",
-                    sessionId, a.worker().url(), a.activeOnWorker());
+                    sessionId, a.worker().shownUrl(), a.activeOnWorker());
         }
         return a.worker();
     }
