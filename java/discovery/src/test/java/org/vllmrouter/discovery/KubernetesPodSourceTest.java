@@ -2,22 +2,21 @@ package org.vllmrouter.discovery;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.vllmrouter.discovery.DiscoveryFixtures.NAMESPACE;
+import static org.vllmrouter.discovery.DiscoveryFixtures.apiServer;
+import static org.vllmrouter.discovery.DiscoveryFixtures.create;
+import static org.vllmrouter.discovery.DiscoveryFixtures.pod;
+import static org.vllmrouter.discovery.DiscoveryFixtures.replace;
 
-import io.fabric8.kubernetes.api.model.NamespaceBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
-import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.ConfigBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.server.mock.KubernetesCrudDispatcher;
 import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
-import io.fabric8.mockwebserver.Context;
-import io.fabric8.mockwebserver.MockWebServer;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.prometheus.metrics.model.snapshots.CounterSnapshot;
 import io.prometheus.metrics.model.snapshots.GaugeSnapshot;
 import io.prometheus.metrics.model.snapshots.MetricSnapshot;
-import java.net.InetAddress;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -34,7 +33,6 @@ import org.vllmrouter.core.worker.WorkerRole;
 
 /** Pod discovery against a real (in-process) Kubernetes API server: kubernetes-server-mock in CRUD mode. */
 class KubernetesPodSourceTest {
-    private static final String NS = "inference";
     /** Held so that its INFO level stays set (the logging configuration keeps WARNING). */
     private static final Logger DISCOVERY_LOG = Logger.getLogger("org.vllmrouter.discovery");
 
@@ -61,9 +59,8 @@ class KubernetesPodSourceTest {
 
     @BeforeEach
     void startApiServer() throws Exception {
-        server = crudServer(0);
+        server = apiServer(0);
         admin = server.createClient();
-        admin.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName(NS).endMetadata().build()).create();
         DISCOVERY_LOG.setLevel(Level.INFO);
         DISCOVERY_LOG.addHandler(capture);
     }
@@ -79,37 +76,14 @@ class KubernetesPodSourceTest {
         }
     }
 
-    static KubernetesMockServer crudServer(int port) throws Exception {
-        KubernetesMockServer mock = new KubernetesMockServer(new Context(), new MockWebServer(), new HashMap<>(),
-                new KubernetesCrudDispatcher(), false);
-        mock.init(InetAddress.getLoopbackAddress(), port);
-        return mock;
-    }
 
     private void discover(String json) throws Exception {
         RouterConfig config = RouterConfig.fromJson(json);
-        Config apiServer = new ConfigBuilder(Config.empty()).withMasterUrl(server.url("/")).withNamespace(NS).build();
+        Config apiServer = new ConfigBuilder(Config.empty()).withMasterUrl(server.url("/")).withNamespace(NAMESPACE).build();
         discovery = WorkerDiscovery.start(config, sink, registry, () -> WorkerDiscovery.client(apiServer));
     }
 
-    static Pod pod(String name, Map<String, String> labels, String ip, boolean ready) {
-        return new PodBuilder()
-                .withNewMetadata().withName(name).withNamespace(NS).withLabels(labels).endMetadata()
-                .withNewSpec().addNewContainer().withName("vllm").withImage("vllm").endContainer().endSpec()
-                .withNewStatus().withPhase("Running").withPodIP(ip)
-                .addNewCondition().withType("Ready").withStatus(ready ? "True" : "False").endCondition()
-                .endStatus().build();
-    }
 
-    private void create(Pod pod) {
-        admin.pods().inNamespace(NS).resource(pod).create();
-    }
-
-    private void replace(Pod pod) {
-        Pod current = admin.pods().inNamespace(NS).withName(pod.getMetadata().getName()).get();
-        pod.getMetadata().setResourceVersion(current.getMetadata().getResourceVersion());
-        admin.pods().inNamespace(NS).resource(pod).update();
-    }
 
     private void awaitWorkers(Map<String, WorkerRole> expected) {
         Eventually.await("workers " + expected, () -> roles().equals(expected), this::roles);
@@ -126,28 +100,28 @@ class KubernetesPodSourceTest {
     @Test
     void podBecomesAWorkerWhenReadyAndStopsBeingOneOnEveryWayOut() throws Exception {
         discover("{\"service_discovery\": true, \"selector\": {\"app\": \"vllm\"}, \"service_discovery_port\": 8000,"
-                + " \"service_discovery_namespace\": \"" + NS + "\"}");
-        create(pod("not-ready", VLLM, "10.0.0.1", false));
-        create(pod("other-app", Map.of("app", "web"), "10.0.0.9", true));
-        create(pod("ready", Map.of("app", "vllm", "extra", "x"), "10.0.0.2", true));
+                + " \"service_discovery_namespace\": \"" + NAMESPACE + "\"}");
+        create(admin, pod("not-ready", VLLM, "10.0.0.1", false));
+        create(admin, pod("other-app", Map.of("app", "web"), "10.0.0.9", true));
+        create(admin, pod("ready", Map.of("app", "vllm", "extra", "x"), "10.0.0.2", true));
         awaitWorkers(Map.of("http://10.0.0.2:8000", WorkerRole.REGULAR));
 
-        replace(pod("not-ready", VLLM, "10.0.0.1", true));
+        replace(admin, pod("not-ready", VLLM, "10.0.0.1", true));
         awaitWorkers(Map.of("http://10.0.0.2:8000", WorkerRole.REGULAR, "http://10.0.0.1:8000", WorkerRole.REGULAR));
 
-        replace(pod("not-ready", VLLM, "10.0.0.1", false));
+        replace(admin, pod("not-ready", VLLM, "10.0.0.1", false));
         awaitWorkers(Map.of("http://10.0.0.2:8000", WorkerRole.REGULAR));
 
-        replace(pod("ready", Map.of("app", "web"), "10.0.0.2", true));
+        replace(admin, pod("ready", Map.of("app", "web"), "10.0.0.2", true));
         awaitWorkers(Map.of());
 
-        replace(pod("ready", VLLM, "10.0.0.2", true));
+        replace(admin, pod("ready", VLLM, "10.0.0.2", true));
         awaitWorkers(Map.of("http://10.0.0.2:8000", WorkerRole.REGULAR));
-        replace(pod("ready", VLLM, "10.0.0.3", true));
+        replace(admin, pod("ready", VLLM, "10.0.0.3", true));
         awaitWorkers(Map.of("http://10.0.0.3:8000", WorkerRole.REGULAR));
 
         // Deleted straight away (no deletion timestamp first): 0.1.17 kept such a pod as a worker.
-        admin.pods().inNamespace(NS).withName("ready").delete();
+        admin.pods().inNamespace(NAMESPACE).withName("ready").delete();
         awaitWorkers(Map.of());
 
         // Four workers added, four removed, one change each.
@@ -162,11 +136,11 @@ class KubernetesPodSourceTest {
         Pod leaving = pod("leaving", VLLM, "10.0.0.4", true);
         // A finalizer keeps the pod (now carrying its deletion timestamp) until someone removes it.
         leaving.getMetadata().setFinalizers(List.of("example.com/hold"));
-        create(leaving);
+        create(admin, leaving);
         awaitWorkers(Map.of("http://10.0.0.4:8000", WorkerRole.REGULAR));
-        admin.pods().inNamespace(NS).withName("leaving").delete();
+        admin.pods().inNamespace(NAMESPACE).withName("leaving").delete();
         awaitWorkers(Map.of());
-        assertTrue(admin.pods().inNamespace(NS).withName("leaving").get().getMetadata().getDeletionTimestamp() != null);
+        assertTrue(admin.pods().inNamespace(NAMESPACE).withName("leaving").get().getMetadata().getDeletionTimestamp() != null);
     }
 
     @Test
@@ -175,11 +149,11 @@ class KubernetesPodSourceTest {
                 + " \"prefill_selector\": {\"role\": \"prefill\"}, \"decode_selector\": {\"app\": \"vllm\"}}");
         Pod prefill = pod("prefill", Map.of("role", "prefill", "app", "vllm"), "fd00::7", true);
         prefill.getMetadata().setAnnotations(Map.of("vllm.ai/bootstrap-port", "8998"));
-        create(prefill);
+        create(admin, prefill);
         Pod badAnnotation = pod("bad-annotation", Map.of("role", "prefill"), "10.0.1.2", true);
         badAnnotation.getMetadata().setAnnotations(Map.of("vllm.ai/bootstrap-port", "eighty"));
-        create(badAnnotation);
-        create(pod("decode", VLLM, "10.0.1.3", true));
+        create(admin, badAnnotation);
+        create(admin, pod("decode", VLLM, "10.0.1.3", true));
         awaitWorkers(Map.of("http://[fd00::7]:8100", WorkerRole.PREFILL, "http://10.0.1.3:8100", WorkerRole.DECODE));
         assertEquals(8998, sink.registered.get("http://[fd00::7]:8100").bootstrapPort());
         assertEquals(null, sink.registered.get("http://10.0.1.3:8100").bootstrapPort());
@@ -187,7 +161,7 @@ class KubernetesPodSourceTest {
 
         // The annotation fixed: the pod becomes a prefill worker.
         badAnnotation.getMetadata().setAnnotations(Map.of("vllm.ai/bootstrap-port", "9000"));
-        replace(badAnnotation);
+        replace(admin, badAnnotation);
         Eventually.await("fixed prefill pod", () -> sink.registered.containsKey("http://10.0.1.2:8100"));
         assertEquals(9000, sink.registered.get("http://10.0.1.2:8100").bootstrapPort());
     }
@@ -197,9 +171,9 @@ class KubernetesPodSourceTest {
         sink.held.add("http://10.0.2.1:8000");
         discover("{\"service_discovery\": true, \"selector\": {\"app\": \"vllm\"}, \"service_discovery_port\": 8000,"
                 + " \"worker_startup_check_interval\": 1}");
-        create(pod("stuck", VLLM, "10.0.2.1", true));
+        create(admin, pod("stuck", VLLM, "10.0.2.1", true));
         Eventually.await("health wait of the stuck pod", () -> sink.waiting.containsKey("http://10.0.2.1:8000"));
-        create(pod("fine", VLLM, "10.0.2.2", true));
+        create(admin, pod("fine", VLLM, "10.0.2.2", true));
         awaitWorkers(Map.of("http://10.0.2.2:8000", WorkerRole.REGULAR));
 
         // Its start-up wait times out; the pod is tried again while it is wanted, and joins once healthy.
@@ -214,8 +188,8 @@ class KubernetesPodSourceTest {
     @Test
     void podsThatVanishWhileTheApiServerIsDownAreRemovedWhenItComesBack() throws Exception {
         discover("{\"service_discovery\": true, \"selector\": {\"app\": \"vllm\"}, \"service_discovery_port\": 8000}");
-        create(pod("a", VLLM, "10.0.3.1", true));
-        create(pod("b", VLLM, "10.0.3.2", true));
+        create(admin, pod("a", VLLM, "10.0.3.1", true));
+        create(admin, pod("b", VLLM, "10.0.3.2", true));
         awaitWorkers(Map.of("http://10.0.3.1:8000", WorkerRole.REGULAR, "http://10.0.3.2:8000", WorkerRole.REGULAR));
 
         int port = server.getPort();
@@ -224,16 +198,15 @@ class KubernetesPodSourceTest {
         Eventually.await("the watch failure noticed", () -> logged("pod watch ended"), warnings::toString);
 
         // The API server comes back on the same address without pod b, and with a new pod c.
-        server = crudServer(port);
+        server = apiServer(port);
         admin = server.createClient();
-        admin.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName(NS).endMetadata().build()).create();
-        create(pod("a", VLLM, "10.0.3.1", true));
-        create(pod("c", VLLM, "10.0.3.3", true));
+        create(admin, pod("a", VLLM, "10.0.3.1", true));
+        create(admin, pod("c", VLLM, "10.0.3.3", true));
         awaitWorkers(Map.of("http://10.0.3.1:8000", WorkerRole.REGULAR, "http://10.0.3.3:8000", WorkerRole.REGULAR));
         Eventually.await("resumed", () -> logged("pod watch resumed"), warnings::toString);
 
         // And the new watch delivers events again.
-        admin.pods().inNamespace(NS).withName("a").delete();
+        admin.pods().inNamespace(NAMESPACE).withName("a").delete();
         awaitWorkers(Map.of("http://10.0.3.3:8000", WorkerRole.REGULAR));
     }
 

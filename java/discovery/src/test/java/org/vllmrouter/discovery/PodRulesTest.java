@@ -25,30 +25,30 @@ class PodRulesTest {
         PodRules r = rules(REGULAR);
         Map<String, String> labels = Map.of("app", "vllm", "tier", "gpu", "other", "x");
         assertEquals(new Endpoint("http://10.1.2.3:8000", WorkerRole.REGULAR, null),
-                r.workerOf(KubernetesPodSourceTest.pod("a", labels, "10.1.2.3", true)));
-        assertNull(r.workerOf(KubernetesPodSourceTest.pod("a", Map.of("app", "vllm"), "10.1.2.3", true)));
-        assertNull(r.workerOf(KubernetesPodSourceTest.pod("a", labels, "10.1.2.3", false)));
-        assertNull(r.workerOf(KubernetesPodSourceTest.pod("a", null, "10.1.2.3", true)));
+                r.workerOf(DiscoveryFixtures.pod("a", labels, "10.1.2.3", true)));
+        assertNull(r.workerOf(DiscoveryFixtures.pod("a", Map.of("app", "vllm"), "10.1.2.3", true)));
+        assertNull(r.workerOf(DiscoveryFixtures.pod("a", labels, "10.1.2.3", false)));
+        assertNull(r.workerOf(DiscoveryFixtures.pod("a", null, "10.1.2.3", true)));
 
-        Pod pending = KubernetesPodSourceTest.pod("a", labels, "10.1.2.3", true);
+        Pod pending = DiscoveryFixtures.pod("a", labels, "10.1.2.3", true);
         pending.getStatus().setPhase("Pending");
         assertNull(r.workerOf(pending));
-        Pod noIp = KubernetesPodSourceTest.pod("a", labels, "", true);
+        Pod noIp = DiscoveryFixtures.pod("a", labels, "", true);
         assertNull(r.workerOf(noIp));
-        Pod noConditions = KubernetesPodSourceTest.pod("a", labels, "10.1.2.3", true);
+        Pod noConditions = DiscoveryFixtures.pod("a", labels, "10.1.2.3", true);
         noConditions.getStatus().setConditions(List.of());
         assertNull(r.workerOf(noConditions));
-        Pod deleting = KubernetesPodSourceTest.pod("a", labels, "10.1.2.3", true);
+        Pod deleting = DiscoveryFixtures.pod("a", labels, "10.1.2.3", true);
         deleting.getMetadata().setDeletionTimestamp("2026-01-01T00:00:00Z");
         assertNull(r.workerOf(deleting));
         assertEquals("http://[fd00::1]:8000",
-                r.workerOf(KubernetesPodSourceTest.pod("a", labels, "fd00::1", true)).url());
+                r.workerOf(DiscoveryFixtures.pod("a", labels, "fd00::1", true)).url());
     }
 
     @Test
     void pdModeChecksThePrefillSelectorFirstAndReadsTheBootstrapPort() throws Exception {
         PodRules r = rules(PD);
-        Pod both = KubernetesPodSourceTest.pod("a", Map.of("role", "p", "app", "vllm"), "10.0.0.1", true);
+        Pod both = DiscoveryFixtures.pod("a", Map.of("role", "p", "app", "vllm"), "10.0.0.1", true);
         assertEquals(new Endpoint("http://10.0.0.1:80", WorkerRole.PREFILL, null), r.workerOf(both));
         both.getMetadata().setAnnotations(Map.of("vllm.ai/bootstrap-port", " 8998 "));
         assertEquals(8998, r.workerOf(both).bootstrapPort());
@@ -56,7 +56,7 @@ class PodRulesTest {
             both.getMetadata().setAnnotations(Map.of("vllm.ai/bootstrap-port", bad));
             assertNull(r.workerOf(both), bad);
         }
-        Pod decode = KubernetesPodSourceTest.pod("d", Map.of("app", "vllm"), "10.0.0.2", true);
+        Pod decode = DiscoveryFixtures.pod("d", Map.of("app", "vllm"), "10.0.0.2", true);
         decode.getMetadata().setAnnotations(Map.of("vllm.ai/bootstrap-port", "x"));
         assertEquals(new Endpoint("http://10.0.0.2:80", WorkerRole.DECODE, null), r.workerOf(decode));
     }
@@ -66,8 +66,8 @@ class PodRulesTest {
         PodRules r = rules("{\"service_discovery\": true, \"vllm_pd_disaggregation\": true,"
                 + " \"decode_selector\": {\"app\": \"vllm\"}}");
         assertEquals(WorkerRole.DECODE,
-                r.workerOf(KubernetesPodSourceTest.pod("a", Map.of("app", "vllm"), "10.0.0.1", true)).role());
-        assertNull(r.workerOf(KubernetesPodSourceTest.pod("a", Map.of("x", "y"), "10.0.0.1", true)));
+                r.workerOf(DiscoveryFixtures.pod("a", Map.of("app", "vllm"), "10.0.0.1", true)).role());
+        assertNull(r.workerOf(DiscoveryFixtures.pod("a", Map.of("x", "y"), "10.0.0.1", true)));
         assertEquals(List.of("--prefill-selector is empty: no pod will be a prefill worker"), r.selectorProblems());
     }
 

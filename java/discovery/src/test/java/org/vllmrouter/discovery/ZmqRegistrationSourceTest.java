@@ -3,6 +3,7 @@ package org.vllmrouter.discovery;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.vllmrouter.discovery.DiscoveryFixtures.registration;
 
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.io.IOException;
@@ -72,21 +73,6 @@ class ZmqRegistrationSourceTest {
         return dealer;
     }
 
-    static byte[] registration(Map<String, Object> fields) throws IOException {
-        try (MessageBufferPacker packer = MessagePack.newDefaultBufferPacker()) {
-            packer.packMapHeader(fields.size());
-            for (Map.Entry<String, Object> field : fields.entrySet()) {
-                packer.packString(field.getKey());
-                if (field.getValue() instanceof String s) {
-                    packer.packString(s);
-                } else {
-                    packer.packInt((Integer) field.getValue());
-                }
-            }
-            return packer.toByteArray();
-        }
-    }
-
     private static byte[] arrayOfOne() throws IOException {
         try (MessageBufferPacker packer = MessagePack.newDefaultBufferPacker()) {
             packer.packArrayHeader(1).packString("P");
@@ -94,16 +80,12 @@ class ZmqRegistrationSourceTest {
         }
     }
 
-    private static byte[] register(String type, String http) throws IOException {
-        return registration(Map.of("type", type, "http_address", http, "zmq_address", "127.0.0.1:21001"));
-    }
-
     @Test
     void instancesStayWhileTheyHeartbeatAndExpireWhenTheyStop() throws Exception {
         ZMQ.Socket prefill = dealer();
         ZMQ.Socket decode = dealer();
-        prefill.send(register("P", "127.0.0.1:8100"));
-        decode.send(register("D", "http://127.0.0.1:8200"));
+        prefill.send(registration("P", "127.0.0.1:8100"));
+        decode.send(registration("D", "http://127.0.0.1:8200"));
         Eventually.await("both registered", () -> sink.registered.size() == 2, () -> sink.registered);
         assertEquals(WorkerRole.PREFILL, sink.registered.get("http://127.0.0.1:8100").role());
         assertEquals(WorkerRole.DECODE, sink.registered.get("http://127.0.0.1:8200").role());
@@ -111,15 +93,15 @@ class ZmqRegistrationSourceTest {
         // Heartbeats for longer than the expiry keep both.
         long until = System.nanoTime() + ZmqRegistrationSource.EXPIRY.plusSeconds(2).toNanos();
         while (System.nanoTime() - until < 0) {
-            prefill.send(register("P", "127.0.0.1:8100"));
-            decode.send(register("D", "http://127.0.0.1:8200"));
+            prefill.send(registration("P", "127.0.0.1:8100"));
+            decode.send(registration("D", "http://127.0.0.1:8200"));
             Thread.sleep(1000);
             assertEquals(2, sink.registered.size(), sink.registered::toString);
         }
 
         // The decode instance stops; only it expires.
         decode.close();
-        byte[] heartbeat = register("P", "127.0.0.1:8100");
+        byte[] heartbeat = registration("P", "127.0.0.1:8100");
         Eventually.await("decode expired", () -> {
             prefill.send(heartbeat);
             return !sink.registered.containsKey("http://127.0.0.1:8200");
@@ -146,7 +128,7 @@ class ZmqRegistrationSourceTest {
                 dealer.send(message);
             }
         }
-        dealer.send(register("D", "127.0.0.1:8300"));
+        dealer.send(registration("D", "127.0.0.1:8300"));
         Eventually.await("the good registration", () -> sink.registered.size() == 1, () -> sink.registered);
         assertEquals(WorkerRole.DECODE, sink.registered.get("http://127.0.0.1:8300").role());
         synchronized (warnings) {
@@ -167,14 +149,14 @@ class ZmqRegistrationSourceTest {
                 () -> Registration.decode(registration(Map.of("type", "P", "http_address", 8100,
                         "zmq_address", "z:1")))).getMessage());
         assertEquals("trailing bytes after the msgpack map", assertThrows(Registration.Invalid.class, () -> {
-            byte[] one = register("P", "h:1");
+            byte[] one = registration("P", "h:1");
             byte[] two = new byte[one.length * 2];
             System.arraycopy(one, 0, two, 0, one.length);
             System.arraycopy(one, 0, two, one.length, one.length);
             Registration.decode(two);
         }).getMessage());
         assertEquals(new Registration(WorkerRole.PREFILL, "http://[::1]:8100", "127.0.0.1:21001"),
-                Registration.decode(register("P", "[::1]:8100")));
+                Registration.decode(registration("P", "[::1]:8100")));
     }
 
     @Test

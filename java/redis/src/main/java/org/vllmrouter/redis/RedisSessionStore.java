@@ -17,6 +17,7 @@ import io.lettuce.core.resource.ClientResources;
 import io.lettuce.core.resource.DefaultClientResources;
 import io.lettuce.core.resource.Delay;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
@@ -26,11 +27,10 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 import java.util.logging.Level;
 import java.util.logging.Logger;
+import org.vllmrouter.core.config.UrlRedaction;
 import org.vllmrouter.core.session.SessionStore;
 import org.vllmrouter.core.session.SessionStoreException;
 import org.vllmrouter.core.session.SessionStoreUrl;
@@ -45,10 +45,11 @@ import org.vllmrouter.core.session.SessionTable;
  *
  * <p>When the store does not answer within the routing timeout, or the connection drops, the store is degraded:
  * routing goes on from this router's own view (its near cache and last known counts), new bindings are kept in
- * a journal, releases are remembered; once the store answers again the journal is adopted (a binding the store
- * already holds wins) and the releases are replayed, so no count goes negative or stays behind. A pool whose
+ * a journal, releases are remembered; once the store answers again the releases are replayed and the journal is
+ * adopted (a binding the store already holds wins), so no count goes negative or stays behind. A pool whose
  * data the store lost (its epoch changed, e.g. a restart without persistence) gets every binding this router
- * knows back.
+ * knows back. From the moment that reconciling is done, routing asks the store again and never serves a binding
+ * this router made on its own: its session's next turn goes where the store says, on every replica alike.
  */
 public final class RedisSessionStore implements SessionStore {
     private static final Logger LOG = Logger.getLogger(RedisSessionStore.class.getName());
@@ -74,9 +75,14 @@ public final class RedisSessionStore implements SessionStore {
     private final ConcurrentHashMap<String, RedisSessionTable> tables = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<String, RedisSessionTable.Pool> poolsByTag = new ConcurrentHashMap<>();
     private final ScheduledExecutorService background;
-    private final AtomicBoolean degraded = new AtomicBoolean();
-    /** Counts failures; a reconcile clears {@link #degraded} only when none happened while it ran. */
-    private final AtomicLong failures = new AtomicLong();
+    /** Guards {@link #failures} and the changes of {@link #degraded} and {@link #offline}. */
+    private final Object health = new Object();
+    /** Counts failures; a recovery changes the flags below only when none happened since it began. */
+    private long failures;
+    /** From a failure until a recovery is complete: what {@code /sessions} and the metric report. */
+    private volatile boolean degraded;
+    /** From a failure until a recovery has reconciled: routing decides on this router's own view meanwhile. */
+    private volatile boolean offline;
     private volatile boolean closed;
 
     private RedisSessionStore(String description, Duration ttl, LongSupplier clockMillis, ClientResources resources,
@@ -101,7 +107,7 @@ public final class RedisSessionStore implements SessionStore {
      * within the TTL).
      */
     static RedisSessionStore open(String url, Duration ttl, LongSupplier clockMillis) throws SessionStoreException {
-        String shown = SessionStoreUrl.redact(url);
+        String shown = UrlRedaction.redact(url);
         RedisURI uri;
         try {
             uri = RedisURI.create(SessionStoreUrl.scheme(url) + url.substring(url.indexOf("://")));
@@ -197,7 +203,12 @@ public final class RedisSessionStore implements SessionStore {
 
     @Override
     public boolean degraded() {
-        return degraded.get();
+        return degraded;
+    }
+
+    /** Routing and releases do not call the store, and bindings made meanwhile are this router's own. */
+    boolean offline() {
+        return offline;
     }
 
     /** Writes back what is pending (last uses, the journal) while the store answers, then disconnects. */
@@ -247,12 +258,45 @@ public final class RedisSessionStore implements SessionStore {
         poolsByTag.put(pool.keys.tag(), pool);
     }
 
-    /** Routing and background work stop using the store until a reconcile succeeds. */
+    /** Routing and background work stop using the store until a recovery succeeds. */
     void markDegraded(String why) {
-        failures.incrementAndGet();
-        if (degraded.compareAndSet(false, true)) {
+        boolean first;
+        synchronized (health) {
+            failures++;
+            offline = true;
+            first = !degraded;
+            degraded = true;
+        }
+        if (first) {
             LOG.warning("Session store " + description + " unavailable (" + why + "): routing on this router's own "
                     + "view of the sessions until it answers again");
+        }
+    }
+
+    private long failures() {
+        synchronized (health) {
+            return failures;
+        }
+    }
+
+    /** Routing uses the store again, unless a failure happened since {@code failuresBefore}. */
+    private boolean backOnline(long failuresBefore) {
+        synchronized (health) {
+            if (failures == failuresBefore) {
+                offline = false;
+            }
+            return !offline;
+        }
+    }
+
+    /** The recovery is complete, unless a failure happened since {@code failuresBefore}. */
+    private boolean recovered(long failuresBefore) {
+        synchronized (health) {
+            if (failures != failuresBefore || !degraded) {
+                return false;
+            }
+            degraded = false;
+            return true;
         }
     }
 
@@ -301,24 +345,31 @@ public final class RedisSessionStore implements SessionStore {
     }
 
     /**
-     * The background step: after a failure, probe the store, track invalidations again and reconcile every table;
-     * then each table's routine work (write-back, journal, releases, counters).
+     * The background step: after a failure, probe the store, track invalidations again, reconcile every table and
+     * route through the store again (from then on no turn goes to a binding this router made on its own), then
+     * forget the cached bindings whose invalidations may have been missed; then each table's routine work
+     * (write-back, releases, journal, counters).
      */
     private void sync() {
-        long failuresBefore = failures.get();
+        long failuresBefore = failures();
         try {
             boolean recovering = degraded();
             if (recovering) {
                 await(connection.async().ping(), COMMAND_TIMEOUT);
                 trackInvalidations();
+                List<Runnable> forgetUnverified = new ArrayList<>();
                 for (RedisSessionTable table : tables.values()) {
-                    table.reconcile();
+                    forgetUnverified.add(table.reconcile());
                 }
+                if (!backOnline(failuresBefore)) {
+                    return;
+                }
+                forgetUnverified.forEach(Runnable::run);
             }
             for (RedisSessionTable table : tables.values()) {
                 table.sync();
             }
-            if (recovering && failures.get() == failuresBefore && degraded.compareAndSet(true, false)) {
+            if (recovering && recovered(failuresBefore)) {
                 LOG.info("Session store " + description + " answers again; bindings made meanwhile are reconciled");
             }
         } catch (StoreUnavailableException e) {

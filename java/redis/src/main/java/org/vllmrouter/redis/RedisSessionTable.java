@@ -31,7 +31,9 @@ import org.vllmrouter.core.worker.Worker;
  * which is why a sweep drops a session only {@link #SWEEP_GRACE_MILLIS} after its TTL (a revisit still decides
  * on the exact last use this router knows, and the store's). Anything else (a new session, one this router has
  * not seen, an expired one, a worker that is no longer a candidate) is one server-side script: look-up, choice
- * among the candidates and reservation in one atomic step.
+ * among the candidates and reservation in one atomic step. A binding this router made while the store did not
+ * answer is served only until the store answers again; then its next turn offers it to the store, whose own
+ * binding of the session wins, so every replica sends the session to the same worker.
  *
  * <p>Counts are per pool in the store (a pool's keys share one hash slot); {@link #leastLoaded} and the session
  * counts of {@link #stats} add them up per worker URL.
@@ -186,22 +188,50 @@ final class RedisSessionTable implements SessionTable {
         Pool pool = pool(poolName);
         long now = store.nowMillis();
         Binding cached = pool.bindings.get(sessionId);
-        if (cached != null && now - cached.lastUsedMillis < ttlMillis) {
-            Worker current = find(candidates, cached.url);
-            if (current != null) {
-                touch(pool, cached, now);
-                return new Assignment(current, Outcome.EXISTING, pool.countOf(cached.url));
-            }
+        Worker current = cached != null && now - cached.lastUsedMillis < ttlMillis ? find(candidates, cached.url) : null;
+        if (current != null && !(cached.local && !store.offline())) {
+            touch(pool, cached, now);
+            return new Assignment(current, Outcome.EXISTING, pool.countOf(cached.url));
         }
         recentReleases.remove(sessionId);
-        if (!store.degraded()) {
+        if (!store.offline()) {
             try {
-                return routeInStore(pool, sessionId, candidates, now);
+                return current != null ? adoptInStore(pool, cached, candidates, now)
+                        : routeInStore(pool, sessionId, candidates, now);
             } catch (StoreUnavailableException e) {
                 store.markDegraded(e.getMessage());
             }
         }
+        if (current != null && pool.bindings.get(sessionId) == cached) {
+            touch(pool, cached, now);
+            return new Assignment(current, Outcome.EXISTING, pool.countOf(cached.url));
+        }
         return routeLocally(pool, sessionId, candidates, now);
+    }
+
+    /**
+     * A live binding this router made on its own, its worker still a candidate, once the store answers again: the
+     * store adopts it unless it holds a binding of its own, which this turn then follows. A session released
+     * elsewhere after the binding's last use, or whose stored worker is no longer a candidate, is routed anew.
+     */
+    private Assignment adoptInStore(Pool pool, Binding local, List<Worker> candidates, long now)
+            throws StoreUnavailableException {
+        List<Binding> offered = List.of(local);
+        List<Object> reply = RedisSessionStore.await(store.scripts().run(store.scripts().adopt, pool.poolKeys(),
+                adoptArgs(pool, offered), r -> applyAdopt(pool, offered, (List<?>) r.get(2))),
+                RedisSessionStore.ROUTE_TIMEOUT);
+        checkEpoch(pool, (String) reply.get(0));
+        logDropped(reply.get(1));
+        String url = (String) ((List<?>) reply.get(2)).get(0);
+        Worker bound = url.isEmpty() ? null : find(candidates, url);
+        if (bound == null) {
+            return routeInStore(pool, local.sessionId, candidates, now);
+        }
+        Binding adopted = pool.bindings.get(local.sessionId);
+        if (adopted != null) {
+            touch(pool, adopted, now);
+        }
+        return new Assignment(bound, url.equals(local.url) ? Outcome.EXISTING : Outcome.REBOUND, pool.countOf(url));
     }
 
     private static void touch(Pool pool, Binding b, long now) {
@@ -321,7 +351,7 @@ final class RedisSessionTable implements SessionTable {
                 local++;
             }
         }
-        if (!store.degraded()) {
+        if (!store.offline()) {
             try {
                 return releaseInStore(sessionId, now, poolNames(RedisSessionStore.ROUTE_TIMEOUT),
                         RedisSessionStore.ROUTE_TIMEOUT);
@@ -455,20 +485,16 @@ final class RedisSessionTable implements SessionTable {
     }
 
     /**
-     * The background thread's routine, about once a second while the store answers: last uses written back, the
-     * journal adopted, pending releases replayed, the scope's pools registered, the counters refreshed.
+     * The background thread's routine, about once a second while the store answers: last uses written back,
+     * pending releases replayed, the journal adopted (after the releases, so that a session released and started
+     * again while the store did not answer keeps its new binding), the scope's pools registered, the counters
+     * refreshed.
      */
     void sync() throws StoreUnavailableException {
         writeBackTouched();
+        replayPendingReleases();
         for (Pool p : pools.values()) {
             adopt(p, new ArrayList<>(p.journal.values()));
-        }
-        if (!pendingReleases.isEmpty()) {
-            Set<String> names = poolNames(RedisSessionStore.COMMAND_TIMEOUT);
-            for (Map.Entry<String, Long> release : new HashMap<>(pendingReleases).entrySet()) {
-                releaseInStore(release.getKey(), release.getValue(), names, RedisSessionStore.COMMAND_TIMEOUT);
-                pendingReleases.remove(release.getKey(), release.getValue());
-            }
         }
         if (!pools.isEmpty()) {
             RedisSessionStore.await(store.connection().async().sadd(scopePoolsKey, pools.keySet().toArray(String[]::new)),
@@ -479,13 +505,27 @@ final class RedisSessionTable implements SessionTable {
         recentReleases.values().removeIf(at -> at < forgetBefore);
     }
 
+    private void replayPendingReleases() throws StoreUnavailableException {
+        if (pendingReleases.isEmpty()) {
+            return;
+        }
+        Set<String> names = poolNames(RedisSessionStore.COMMAND_TIMEOUT);
+        for (Map.Entry<String, Long> release : new HashMap<>(pendingReleases).entrySet()) {
+            releaseInStore(release.getKey(), release.getValue(), names, RedisSessionStore.COMMAND_TIMEOUT);
+            pendingReleases.remove(release.getKey(), release.getValue());
+        }
+    }
+
     /**
-     * After the store failed. A pool whose data the store lost gets back every live binding this router knows (and
-     * its recent releases replayed first). In the others, invalidations may have been missed: cached bindings get
-     * their last uses written back and leave the cache. Until this is done the store counts as degraded, so the
-     * cache keeps serving known sessions meanwhile; the journal stays for {@link #sync}.
+     * After the store failed, before routing uses it again. A pool whose data the store lost gets back every live
+     * binding this router knows (and its recent releases replayed first). In the others, invalidations may have
+     * been missed: cached bindings get their last uses written back, and the returned step, run once routing uses
+     * the store again, takes them out of the cache (so that a turn meanwhile is served from the cache, not from a
+     * binding made on this router's own). Releases made while the store did not answer are replayed; the journal
+     * stays for {@link #sync}, and until then each of its bindings is offered to the store by its session's next
+     * turn.
      */
-    void reconcile() throws StoreUnavailableException {
+    Runnable reconcile() throws StoreUnavailableException {
         Map<Pool, Future<String>> epochs = new HashMap<>();
         for (Pool p : pools.values()) {
             epochs.put(p, store.connection().async().hget(p.keys.stats(), "epoch"));
@@ -512,7 +552,8 @@ final class RedisSessionTable implements SessionTable {
             }
         }
         writeBack(intact);
-        intact.forEach((p, cached) -> cached.forEach(b -> p.bindings.remove(b.sessionId, b)));
+        replayPendingReleases();
+        return () -> intact.forEach((p, cached) -> cached.forEach(b -> p.bindings.remove(b.sessionId, b)));
     }
 
     /** Writes back the last uses of the bindings used since the last write-back; on failure they stay due. */
@@ -563,22 +604,27 @@ final class RedisSessionTable implements SessionTable {
     private void adopt(Pool p, List<Binding> bindings) throws StoreUnavailableException {
         for (int from = 0; from < bindings.size(); from += BATCH) {
             List<Binding> chunk = bindings.subList(from, Math.min(bindings.size(), from + BATCH));
-            String[] args = new String[4 + 3 * chunk.size()];
-            args[0] = Long.toString(store.nowMillis());
-            args[1] = Long.toString(ttlMillis);
-            args[2] = p.keys.bindingPrefix();
-            args[3] = store.newEpoch();
-            for (int i = 0; i < chunk.size(); i++) {
-                Binding b = chunk.get(i);
-                args[4 + 3 * i] = b.sessionId;
-                args[5 + 3 * i] = b.url;
-                args[6 + 3 * i] = Long.toString(b.lastUsedMillis);
-            }
-            List<Object> reply = RedisSessionStore.await(store.scripts().run(store.scripts().adopt, p.poolKeys(), args,
-                    r -> applyAdopt(p, chunk, (List<?>) r.get(2))), RedisSessionStore.COMMAND_TIMEOUT);
+            List<Object> reply = RedisSessionStore.await(store.scripts().run(store.scripts().adopt, p.poolKeys(),
+                    adoptArgs(p, chunk), r -> applyAdopt(p, chunk, (List<?>) r.get(2))),
+                    RedisSessionStore.COMMAND_TIMEOUT);
             checkEpoch(p, (String) reply.get(0));
             logDropped(reply.get(1));
         }
+    }
+
+    private String[] adoptArgs(Pool p, List<Binding> offered) {
+        String[] args = new String[4 + 3 * offered.size()];
+        args[0] = Long.toString(store.nowMillis());
+        args[1] = Long.toString(ttlMillis);
+        args[2] = p.keys.bindingPrefix();
+        args[3] = store.newEpoch();
+        for (int i = 0; i < offered.size(); i++) {
+            Binding b = offered.get(i);
+            args[4 + 3 * i] = b.sessionId;
+            args[5 + 3 * i] = b.url;
+            args[6 + 3 * i] = Long.toString(b.lastUsedMillis);
+        }
+        return args;
     }
 
     /** On the I/O thread: the store's binding replaces the offered one, unless the cache moved on meanwhile. */

@@ -32,7 +32,7 @@ import java.util.logging.Logger;
 final class Scripts {
     private static final Logger LOG = Logger.getLogger(Scripts.class.getName());
 
-    /** One script: its name (the resource {@code NAME.lua}), text and SHA-1. */
+    /** One script: its name (the resource {@code NAME.lua}), text (after the prelude) and SHA-1. */
     record Script(String name, String source, String sha) {
     }
 
@@ -52,17 +52,21 @@ final class Scripts {
         this.stats = load("stats");
     }
 
+    /** The script {@code NAME.lua} after {@code prelude.lua}, the key type guard every script shares. */
     private Script load(String name) {
-        String source;
+        String source = resource("prelude") + resource(name);
+        return new Script(name, source, connection.sync().digest(source));
+    }
+
+    private static String resource(String name) {
         try (InputStream in = Scripts.class.getResourceAsStream(name + ".lua")) {
             if (in == null) {
                 throw new IllegalStateException(name + ".lua is missing from the class path");
             }
-            source = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
         } catch (IOException e) {
             throw new UncheckedIOException("Cannot read " + name + ".lua", e);
         }
-        return new Script(name, source, connection.sync().digest(source));
     }
 
     /**

@@ -5,21 +5,8 @@
 -- ARGV: now (ms), ttl (ms), binding key prefix, epoch to set if the pool has none, then triples of
 --       session id, worker URL, last use (ms)
 -- Reply: {epoch, dropped keys, {URL each session is bound to now, '' when it is not bound}}
-local idle, counts, stats, released = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local idle, counts, stats, released = pool_keys('idle', 'counts', 'stats', 'released')
 local now, ttl, prefix = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
-
-local dropped = {}
-local function expect(key, kind)
-  local found = redis.call('TYPE', key)['ok']
-  if found ~= 'none' and found ~= kind then
-    redis.call('DEL', key)
-    dropped[#dropped + 1] = key .. ' (' .. found .. ')'
-  end
-end
-expect(idle, 'zset')
-expect(counts, 'hash')
-expect(stats, 'hash')
-expect(released, 'zset')
 
 redis.call('HSETNX', stats, 'epoch', ARGV[4])
 local epoch = redis.call('HGET', stats, 'epoch')

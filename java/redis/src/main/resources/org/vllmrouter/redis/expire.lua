@@ -4,21 +4,8 @@
 -- KEYS: idle, counts, stats, released
 -- ARGV: cutoff (ms), batch size, binding key prefix, release record cutoff (ms)
 -- Reply: {ids dropped, dropped keys}
-local idle, counts, stats, released = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local idle, counts, stats, released = pool_keys('idle', 'counts', 'stats', 'released')
 local prefix = ARGV[3]
-
-local dropped = {}
-local function expect(key, kind)
-  local found = redis.call('TYPE', key)['ok']
-  if found ~= 'none' and found ~= kind then
-    redis.call('DEL', key)
-    dropped[#dropped + 1] = key .. ' (' .. found .. ')'
-  end
-end
-expect(idle, 'zset')
-expect(counts, 'hash')
-expect(stats, 'hash')
-expect(released, 'zset')
 
 redis.call('ZREMRANGEBYSCORE', released, '-inf', ARGV[4])
 local ids = redis.call('ZRANGEBYSCORE', idle, '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))

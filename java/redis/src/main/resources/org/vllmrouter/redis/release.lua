@@ -4,22 +4,8 @@
 -- KEYS: binding, idle, counts, stats, released
 -- ARGV: session id, time of the release (ms)
 -- Reply: {1 if a binding was released else 0, dropped keys}
-local binding, idle, counts, stats, released = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local binding, idle, counts, stats, released = pool_keys('binding', 'idle', 'counts', 'stats', 'released')
 local id = ARGV[1]
-
-local dropped = {}
-local function expect(key, kind)
-  local found = redis.call('TYPE', key)['ok']
-  if found ~= 'none' and found ~= kind then
-    redis.call('DEL', key)
-    dropped[#dropped + 1] = key .. ' (' .. found .. ')'
-  end
-end
-expect(binding, 'string')
-expect(idle, 'zset')
-expect(counts, 'hash')
-expect(stats, 'hash')
-expect(released, 'zset')
 
 redis.call('ZADD', released, 'GT', ARGV[2], id)
 redis.call('ZREM', idle, id)

@@ -5,23 +5,9 @@
 -- KEYS: binding, idle, counts, stats
 -- ARGV: session id, now (ms), ttl (ms), epoch to set if the pool has none, candidate URL 1 .. n
 -- Reply: {outcome, url, sessions on url, epoch, dropped keys}
-local binding, idle, counts, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local binding, idle, counts, stats = pool_keys('binding', 'idle', 'counts', 'stats')
 local id, now, ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local FIRST = 5
-
--- A key of the wrong type (left by someone else) is dropped and reported, then treated as absent.
-local dropped = {}
-local function expect(key, kind)
-  local found = redis.call('TYPE', key)['ok']
-  if found ~= 'none' and found ~= kind then
-    redis.call('DEL', key)
-    dropped[#dropped + 1] = key .. ' (' .. found .. ')'
-  end
-end
-expect(binding, 'string')
-expect(idle, 'zset')
-expect(counts, 'hash')
-expect(stats, 'hash')
 
 redis.call('HSETNX', stats, 'epoch', ARGV[4])
 local epoch = redis.call('HGET', stats, 'epoch')

@@ -232,16 +232,9 @@ class SharedStoreRoutersTest {
             assertGlobalCounts(seen.size() - finished.size());
             for (String id : seen.keySet()) {
                 if (!finished.containsKey(id)) {
-                    // After the outage the replicas converge on Redis's binding; until a replica has dropped the
-                    // local binding it made while Redis was down, its turns may still go there.
-                    eventually(id + " is on one worker on every router", () -> {
-                        try {
-                            String worker = turn(routers.get(0), id);
-                            return worker.equals(turn(routers.get(1), id)) && worker.equals(turn(routers.get(2), id));
-                        } catch (Exception e) {
-                            throw new IllegalStateException(e);
-                        }
-                    });
+                    String worker = turn(routers.get(0), id);
+                    assertEquals(worker, turn(routers.get(1), id), id);
+                    assertEquals(worker, turn(routers.get(2), id), id);
                 }
             }
             assertGlobalCounts(seen.size() - finished.size());

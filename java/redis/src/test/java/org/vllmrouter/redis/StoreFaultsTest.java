@@ -10,7 +10,14 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Collections;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -142,5 +149,98 @@ class StoreFaultsTest {
         eventually("only 'kept' is back", () -> a.stats().activeSessions() == 1);
         assertConserved(a.stats());
         assertEquals(Outcome.STARTED, b.route("m", "done", workers).outcome());
+    }
+
+    /**
+     * Two replicas bind a session differently while Redis is down, and one of them starts sessions on its own
+     * while it recovers: once each has recovered, each of these sessions goes to the same worker on both.
+     */
+    @Test
+    void afterAnOutageEveryReplicaSendsASessionWhereRedisHasIt() throws Exception {
+        RedisSessionStore storeA = replica();
+        RedisSessionStore storeB = replica();
+        SessionTable a = storeA.table("default");
+        SessionTable b = storeB.table("default");
+        Worker w0 = workers.get(0);
+        Worker w1 = workers.get(1);
+        List<Worker> both = List.of(w0, w1);
+        for (int i = 0; i < 20; i++) {
+            a.route("m", "load-" + i, List.of(w1));
+        }
+        redis.kill();
+        assertEquals(w0, a.route("m", "s", List.of(w0)).worker());
+        assertEquals(w1, b.route("m", "s", List.of(w1)).worker());
+        assertTrue(storeA.degraded() && storeB.degraded());
+
+        List<String> startedOnB = Collections.synchronizedList(new ArrayList<>());
+        AtomicBoolean stop = new AtomicBoolean();
+        ExecutorService client = Executors.newSingleThreadExecutor();
+        try {
+            Future<?> starting = client.submit(() -> {
+                for (int i = 0; !stop.get(); i++) {
+                    b.route("m", "fresh-" + i, List.of(w1));
+                    startedOnB.add("fresh-" + i);
+                    LockSupport.parkNanos(TimeUnit.MICROSECONDS.toNanos(300));
+                }
+            });
+            redis.restart();
+            eventually("both recovered", () -> !storeA.degraded() && !storeB.degraded());
+            stop.set(true);
+            starting.get(30, TimeUnit.SECONDS);
+        } finally {
+            client.shutdownNow();
+        }
+        List<String> ids = new ArrayList<>(startedOnB);
+        Collections.reverse(ids);
+        ids.add(0, "s");
+        for (String id : ids) {
+            Worker onA = a.route("m", id, both).worker();
+            assertEquals(onA, b.route("m", id, both).worker(), id + " goes to the same worker from either replica");
+        }
+    }
+
+    /**
+     * A replica recovering from a stalled Redis keeps sending the sessions it knows where Redis has them, also
+     * while it reconciles (its cached bindings may have missed invalidations and are checked against Redis).
+     */
+    @Test
+    void aRecoveringReplicaKeepsKnownSessionsWhereRedisHasThem() throws Exception {
+        RedisSessionStore storeB = replica();
+        SessionTable b = storeB.table("default");
+        Worker w0 = workers.get(0);
+        Worker w1 = workers.get(1);
+        List<Worker> both = List.of(w0, w1);
+        List<String> known = new ArrayList<>();
+        for (int i = 0; i < 200; i++) {
+            known.add("known-" + i);
+            assertEquals(w0, b.route("m", "known-" + i, List.of(w0)).worker());
+        }
+        storeB.syncNow();
+        redis.pause();
+        List<String> elsewhere = Collections.synchronizedList(new ArrayList<>());
+        AtomicBoolean stop = new AtomicBoolean();
+        ExecutorService client = Executors.newSingleThreadExecutor();
+        try {
+            b.route("m", "probe", List.of(w1));
+            assertTrue(storeB.degraded());
+            Future<?> turns = client.submit(() -> {
+                while (!stop.get()) {
+                    for (String id : known) {
+                        Worker w = b.route("m", id, both).worker();
+                        if (!w.equals(w0) && elsewhere.size() < 5) {
+                            elsewhere.add(id + " -> " + w.url());
+                        }
+                    }
+                }
+            });
+            redis.resume();
+            eventually("b recovered", () -> !storeB.degraded());
+            stop.set(true);
+            turns.get(30, TimeUnit.SECONDS);
+        } finally {
+            redis.resume();
+            client.shutdownNow();
+        }
+        assertEquals(List.of(), elsewhere, "turns of known sessions sent away from their stored worker");
     }
 }

@@ -116,22 +116,40 @@ public final class RouterServer implements AutoCloseable {
         this.metricsListener = metricsListener;
     }
 
-    /** Starts a router; {@code https} workers are trusted as {@link WorkerTls#fromEnvironment()} says. */
-    public static RouterServer start(RouterConfig config) throws ConfigException, RouterStartException {
-        return start(config, null, null, ClientReadDeadline.DEFAULT);
+    /**
+     * What a test may set about a router beyond its configuration; {@link #DEFAULTS} is what every router runs with.
+     *
+     * @param limiterClock the admission limiter's clock; null = the event loop's (tests freeze it to make the bucket
+     *                     deterministic)
+     * @param workerTls how {@code https} workers are trusted; null = {@link WorkerTls#fromEnvironment()} at start
+     *                  (tests trust their own CA)
+     * @param clientReadTimeout how long a client may take to send a request (tests shorten it)
+     */
+    record Options(Ticker limiterClock, WorkerTls workerTls, Duration clientReadTimeout) {
+        static final Options DEFAULTS = new Options(null, null, ClientReadDeadline.DEFAULT);
+
+        Options withLimiterClock(Ticker clock) {
+            return new Options(clock, workerTls, clientReadTimeout);
+        }
+
+        Options withWorkerTls(WorkerTls tls) {
+            return new Options(limiterClock, tls, clientReadTimeout);
+        }
+
+        Options withClientReadTimeout(Duration timeout) {
+            return new Options(limiterClock, workerTls, timeout);
+        }
     }
 
-    /**
-     * {@code limiterClock} null = the event loop's clock; tests pass a frozen one to make the bucket deterministic.
-     * {@code tls} null = {@link WorkerTls#fromEnvironment()}; tests pass one that trusts their own CA.
-     * {@code clientReadTimeout}: how long a client may take to send a request (tests shorten it).
-     */
-    static RouterServer start(RouterConfig config, Ticker limiterClock, WorkerTls tls,
-                              Duration clientReadTimeout)
-            throws ConfigException, RouterStartException {
+    /** Starts a router; {@code https} workers are trusted as {@link WorkerTls#fromEnvironment()} says. */
+    public static RouterServer start(RouterConfig config) throws ConfigException, RouterStartException {
+        return start(config, Options.DEFAULTS);
+    }
+
+    static RouterServer start(RouterConfig config, Options options) throws ConfigException, RouterStartException {
         config.validate();
         Map<String, StaticKvSources.Source> staticKvSources = StaticKvSources.of(config);
-        WorkerTls workerTls = tls != null ? tls : WorkerTls.fromEnvironment();
+        WorkerTls workerTls = options.workerTls() != null ? options.workerTls() : WorkerTls.fromEnvironment();
         ControlClient client = new ControlClient(workerTls);
         SessionStore sessionStore = openSessionStore(config);
         EventLoopGroup group = Transport.newGroup(Math.max(1, Runtime.getRuntime().availableProcessors()), "vllm-router");
@@ -167,16 +185,16 @@ public final class RouterServer implements AutoCloseable {
 
             AdmissionLimiter limiter = new AdmissionLimiter(config.maxConcurrentRequests(),
                     config.rateLimitTokensPerSecond(), config.queueSize(), config.queueTimeoutSecs(), control,
-                    limiterClock != null ? limiterClock : control.ticker());
+                    options.limiterClock() != null ? options.limiterClock() : control.ticker());
             RouteTable routes = new RouteTable(config, workers, policies, factory, proxy, calls, metrics, limiter,
                     client, kv);
             InFlightRequests inFlight = new InFlightRequests();
             listener = bind(group, config.host(), config.port(), routerInitializer(config, routes, inFlight, metrics,
-                    clientReadTimeout),
+                    options.clientReadTimeout()),
                     "router");
             Channel metricsListener = bind(group, config.effectivePrometheusHost(), config.effectivePrometheusPort(),
                     metricsInitializer(metrics), "Prometheus");
-            LOG.info("Router ready | workers: " + workers.all().stream().map(Worker::url).toList());
+            LOG.info("Router ready | workers: " + workers.all().stream().map(Worker::shownUrl).toList());
             LOG.info("Starting server on " + config.host() + ":" + ((InetSocketAddress) listener.localAddress()).getPort());
             return new RouterServer(config, group, workers, policies, proxy, inFlight, healthChecker, discovery, kv,
                     sweeper, listener, metricsListener);

@@ -3,17 +3,16 @@ package org.vllmrouter.server;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.vllmrouter.discovery.DiscoveryFixtures.NAMESPACE;
+import static org.vllmrouter.discovery.DiscoveryFixtures.create;
+import static org.vllmrouter.discovery.DiscoveryFixtures.pod;
+import static org.vllmrouter.discovery.DiscoveryFixtures.registration;
+import static org.vllmrouter.discovery.DiscoveryFixtures.replace;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.fabric8.kubernetes.api.model.NamespaceBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
-import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.server.mock.KubernetesCrudDispatcher;
 import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
-import io.fabric8.mockwebserver.Context;
-import io.fabric8.mockwebserver.MockWebServer;
-import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.http.HttpResponse;
@@ -21,7 +20,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Executors;
@@ -33,8 +31,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
-import org.msgpack.core.MessageBufferPacker;
-import org.msgpack.core.MessagePack;
+import org.vllmrouter.discovery.DiscoveryFixtures;
 import org.vllmrouter.mock.MockConfig;
 import org.vllmrouter.mock.MockWorkers;
 import org.zeromq.SocketType;
@@ -49,7 +46,6 @@ import org.zeromq.ZMQ;
  */
 @ExtendWith(NoLeaks.class)
 class DiscoveryTest {
-    private static final String NS = "inference";
     private static final Map<String, String> VLLM = Map.of("app", "vllm");
 
     @TempDir
@@ -88,11 +84,8 @@ class DiscoveryTest {
     }
 
     private void apiServerOn(int apiPort) throws Exception {
-        apiServer = new KubernetesMockServer(new Context(), new MockWebServer(), new HashMap<>(),
-                new KubernetesCrudDispatcher(), false);
-        apiServer.init(InetAddress.getLoopbackAddress(), apiPort);
+        apiServer = DiscoveryFixtures.apiServer(apiPort);
         admin = apiServer.createClient();
-        admin.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName(NS).endMetadata().build()).create();
         Path kubeconfig = dir.resolve("kubeconfig");
         Files.writeString(kubeconfig, """
                 apiVersion: v1
@@ -125,29 +118,12 @@ class DiscoveryTest {
         Map<String, Object> cfg = Fixture.base(List.of());
         cfg.put("service_discovery", true);
         cfg.put("service_discovery_port", port);
-        cfg.put("service_discovery_namespace", NS);
+        cfg.put("service_discovery_namespace", NAMESPACE);
         cfg.putAll(extra);
         return cfg;
     }
 
-    private static Pod pod(String name, Map<String, String> labels, String ip, boolean ready) {
-        return new PodBuilder()
-                .withNewMetadata().withName(name).withNamespace(NS).withLabels(labels).endMetadata()
-                .withNewSpec().addNewContainer().withName("vllm").withImage("vllm").endContainer().endSpec()
-                .withNewStatus().withPhase("Running").withPodIP(ip)
-                .addNewCondition().withType("Ready").withStatus(ready ? "True" : "False").endCondition()
-                .endStatus().build();
-    }
 
-    private void create(Pod pod) {
-        admin.pods().inNamespace(NS).resource(pod).create();
-    }
-
-    private void replace(Pod pod) {
-        Pod current = admin.pods().inNamespace(NS).withName(pod.getMetadata().getName()).get();
-        pod.getMetadata().setResourceVersion(current.getMetadata().getResourceVersion());
-        admin.pods().inNamespace(NS).resource(pod).update();
-    }
 
     private static List<String> workers(RouterServer router) throws Exception {
         List<String> urls = new ArrayList<>();
@@ -196,9 +172,9 @@ class DiscoveryTest {
         assertEquals("No workers discovered yet", health.body());
         assertEquals(503, chat(router, "s1", "nobody there").statusCode());
 
-        create(pod("vllm-0", VLLM, "127.0.0.1", false));
-        create(pod("web-0", Map.of("app", "web"), "127.0.0.2", true));
-        replace(pod("vllm-0", VLLM, "127.0.0.1", true));
+        create(admin, pod("vllm-0", VLLM, "127.0.0.1", false));
+        create(admin, pod("web-0", Map.of("app", "web"), "127.0.0.2", true));
+        replace(admin, pod("vllm-0", VLLM, "127.0.0.1", true));
         awaitWorkers(router, List.of(url("127.0.0.1")));
         assertEquals(200, TestHttp.get(router.url() + "/health").statusCode());
         HttpResponse<String> answer = chat(router, "s1", "first turn");
@@ -206,19 +182,19 @@ class DiscoveryTest {
         assertEquals(1, first.worker(0).captured("/v1/chat/completions").size());
 
         // The pod moves to another IP: the old worker goes, the new one comes, and the session re-binds there.
-        replace(pod("vllm-0", VLLM, "127.0.0.2", true));
+        replace(admin, pod("vllm-0", VLLM, "127.0.0.2", true));
         awaitWorkers(router, List.of(url("127.0.0.2")));
         assertEquals(200, chat(router, "s1", "second turn").statusCode());
         assertEquals(1, second.worker(0).captured("/v1/chat/completions").size());
         assertEquals(Map.of(url("127.0.0.2"), 1), router.sessionStats().activeByWorker());
 
-        replace(pod("vllm-0", Map.of("app", "other"), "127.0.0.2", true));
+        replace(admin, pod("vllm-0", Map.of("app", "other"), "127.0.0.2", true));
         awaitWorkers(router, List.of());
         assertEquals(503, TestHttp.get(router.url() + "/health").statusCode());
 
-        replace(pod("vllm-0", VLLM, "127.0.0.2", true));
+        replace(admin, pod("vllm-0", VLLM, "127.0.0.2", true));
         awaitWorkers(router, List.of(url("127.0.0.2")));
-        admin.pods().inNamespace(NS).withName("vllm-0").delete();
+        admin.pods().inNamespace(NAMESPACE).withName("vllm-0").delete();
         awaitWorkers(router, List.of());
 
         String metrics = TestHttp.get("http://127.0.0.1:" + router.metricsPort() + "/metrics").body();
@@ -231,8 +207,8 @@ class DiscoveryTest {
         workerAt("127.0.0.2");
         apiServerOn(0);
         RouterServer router = router(kubernetes(Map.of("selector", VLLM)));
-        create(pod("a", VLLM, "127.0.0.1", true));
-        create(pod("b", VLLM, "127.0.0.2", true));
+        create(admin, pod("a", VLLM, "127.0.0.1", true));
+        create(admin, pod("b", VLLM, "127.0.0.2", true));
         awaitWorkers(router, List.of(url("127.0.0.1"), url("127.0.0.2")));
 
         int apiPort = apiServer.getPort();
@@ -242,7 +218,7 @@ class DiscoveryTest {
         assertEquals(200, chat(router, "during-outage", "still served").statusCode());
 
         apiServerOn(apiPort);
-        create(pod("b", VLLM, "127.0.0.2", true));
+        create(admin, pod("b", VLLM, "127.0.0.2", true));
         awaitWorkers(router, List.of(url("127.0.0.2")));
         assertEquals(200, chat(router, "after", "back").statusCode());
     }
@@ -252,8 +228,8 @@ class DiscoveryTest {
         apiServerOn(0);
         RouterServer router = router(kubernetes(Map.of("selector", VLLM, "worker_startup_timeout_secs", 1)));
         // Nothing listens at 127.0.0.3 yet.
-        create(pod("slow", VLLM, "127.0.0.3", true));
-        create(pod("fine", VLLM, "127.0.0.1", true));
+        create(admin, pod("slow", VLLM, "127.0.0.3", true));
+        create(admin, pod("fine", VLLM, "127.0.0.1", true));
         awaitWorkers(router, List.of(url("127.0.0.1")));
 
         workerAt("127.0.0.3");
@@ -268,8 +244,8 @@ class DiscoveryTest {
                 "prefill_selector", Map.of("role", "prefill"), "decode_selector", Map.of("role", "decode"))));
         Pod prefill = pod("prefill-0", Map.of("role", "prefill"), "127.0.0.1", true);
         prefill.getMetadata().setAnnotations(Map.of("vllm.ai/bootstrap-port", "8998"));
-        create(prefill);
-        create(pod("decode-0", Map.of("role", "decode"), "127.0.0.2", true));
+        create(admin, prefill);
+        create(admin, pod("decode-0", Map.of("role", "decode"), "127.0.0.2", true));
         awaitWorkers(router, List.of(url("127.0.0.1"), url("127.0.0.2")));
 
         JsonNode listed = TestHttp.json(TestHttp.get(router.url() + "/workers"));
@@ -285,15 +261,6 @@ class DiscoveryTest {
         assertEquals(200, answer.statusCode(), answer.body());
     }
 
-    private static byte[] registration(String type, String httpAddress) throws IOException {
-        try (MessageBufferPacker packer = MessagePack.newDefaultBufferPacker()) {
-            packer.packMapHeader(3);
-            packer.packString("type").packString(type);
-            packer.packString("http_address").packString(httpAddress);
-            packer.packString("zmq_address").packString("127.0.0.1:21001");
-            return packer.toByteArray();
-        }
-    }
 
     @Test
     void vllmInstancesRegisterOverZmqAndExpireWhenTheyStopHeartbeating() throws Exception {

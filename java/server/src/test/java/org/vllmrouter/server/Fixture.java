@@ -6,7 +6,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.vllmrouter.core.config.RouterConfig;
-import org.vllmrouter.server.http.ClientReadDeadline;
 
 /** Router configurations for tests: ephemeral ports, sticky routing, fast health checks. */
 final class Fixture {
@@ -36,12 +35,13 @@ final class Fixture {
 
     /** A router whose limiter never refills by itself: only a finished request gives its token back. */
     static RouterServer startWithFrozenLimiter(Map<String, Object> fields) throws Exception {
-        return RouterServer.start(config(fields), Ticker.newMockTicker(), null, ClientReadDeadline.DEFAULT);
+        return RouterServer.start(config(fields), RouterServer.Options.DEFAULTS.withLimiterClock(Ticker.newMockTicker()));
     }
 
     /** A router that gives a client {@code clientReadTimeout} to send each request. */
     static RouterServer startWithClientReadTimeout(Map<String, Object> fields, Duration clientReadTimeout)
             throws Exception {
-        return RouterServer.start(config(fields), null, null, clientReadTimeout);
+        return RouterServer.start(config(fields),
+                RouterServer.Options.DEFAULTS.withClientReadTimeout(clientReadTimeout));
     }
 }

@@ -33,7 +33,6 @@ import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.mock.MockConfig;
 import org.vllmrouter.mock.MockWorker;
 import org.vllmrouter.mock.MockWorkers;
-import org.vllmrouter.server.http.ClientReadDeadline;
 import org.vllmrouter.server.proxy.WorkerTls;
 
 /**
@@ -64,8 +63,8 @@ class WorkerTlsTest {
     }
 
     private static RouterServer router(Map<String, Object> cfg) throws Exception {
-        return RouterServer.start(Fixture.config(cfg), null, WorkerTls.trusting(trustedBundle),
-                ClientReadDeadline.DEFAULT);
+        return RouterServer.start(Fixture.config(cfg),
+                RouterServer.Options.DEFAULTS.withWorkerTls(WorkerTls.trusting(trustedBundle)));
     }
 
     @Test
@@ -192,8 +191,8 @@ class WorkerTlsTest {
         Map<String, Object> cfg = Fixture.base(List.of(mock.worker(1).url()));
         cfg.put("worker_startup_timeout_secs", 1);
         try (TlsFront front = TlsFront.start(trustedCa.issue("localhost").serverContext(), mock.worker(1).port());
-             RouterServer router = RouterServer.start(Fixture.config(cfg), null, WorkerTls.trusting(missing),
-                ClientReadDeadline.DEFAULT)) {
+             RouterServer router = RouterServer.start(Fixture.config(cfg),
+                     RouterServer.Options.DEFAULTS.withWorkerTls(WorkerTls.trusting(missing)))) {
             HttpResponse<String> added = TestHttp.post(router.url() + "/add_worker?url=" + front.url(), "");
             assertEquals(400, added.statusCode());
             assertTrue(added.body().contains("TLS to worker " + front.url() + " is not possible: SSL_CERT_FILE="

@@ -34,7 +34,7 @@ final class ConfigValidator {
         validateRanges(c);
         String storeProblem = SessionStoreUrl.problem(c.sessionStore());
         if (storeProblem != null) {
-            throw invalid("session_store", SessionStoreUrl.redact(c.sessionStore()), storeProblem);
+            throw invalid("session_store", UrlRedaction.redact(c.sessionStore()), storeProblem);
         }
 
         // Upstream validates an inference-gateway configuration as regular mode, whatever the PD flags say.

@@ -85,9 +85,10 @@ public final class StickyLeastLoadedPolicy implements LoadBalancingPolicy {
         }
         String pool = request.model() == null ? NO_MODEL_POOL : request.model();
         SessionTable.Assignment a = sessions.route(pool, sessionId, candidates);
-        if (a.outcome() != SessionTable.Outcome.EXISTING && LOG.isLoggable(Level.INFO)) {
-            LOG.log(Level.INFO, "SLL: new session ''{0}'' -> replica ''{1}'' (active sessions on replica: {2})",
-                    sessionId, a.worker().url(), a.activeOnWorker());
+        // Per-session lines are DEBUG: a trainer starts thousands of sessions a minute.
+        if (a.outcome() != SessionTable.Outcome.EXISTING && LOG.isLoggable(Level.DEBUG)) {
+            LOG.log(Level.DEBUG, "SLL: new session ''{0}'' -> replica ''{1}'' (active sessions on replica: {2})",
+                    sessionId, a.worker().shownUrl(), a.activeOnWorker());
         }
         return a.worker();
     }
@@ -96,7 +97,7 @@ public final class StickyLeastLoadedPolicy implements LoadBalancingPolicy {
     public void finishSession(String sessionId) {
         int released = sessions.release(sessionId);
         if (released > 0) {
-            LOG.log(Level.INFO, "SLL: finished session ''{0}''", sessionId);
+            LOG.log(Level.DEBUG, "SLL: finished session ''{0}''", sessionId);
         } else {
             LOG.log(Level.DEBUG, "SLL: finish for unknown session ''{0}''", sessionId);
         }

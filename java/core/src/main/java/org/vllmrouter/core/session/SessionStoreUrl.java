@@ -51,20 +51,4 @@ public final class SessionStoreUrl {
         int end = spec.indexOf("://");
         return end <= 0 ? null : spec.substring(0, end).toLowerCase(Locale.ROOT);
     }
-
-    /** {@code spec} with any password (user info) replaced by {@code ***}, for messages and logs. */
-    public static String redact(String spec) {
-        int start = spec.indexOf("://");
-        if (start < 0) {
-            return spec;
-        }
-        start += 3;
-        int end = spec.indexOf('/', start);
-        String authority = end < 0 ? spec.substring(start) : spec.substring(start, end);
-        int at = authority.lastIndexOf('@');
-        if (at < 0) {
-            return spec;
-        }
-        return spec.substring(0, start) + "***" + spec.substring(start + at);
-    }
 }

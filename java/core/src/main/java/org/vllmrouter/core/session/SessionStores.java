@@ -2,6 +2,7 @@ package org.vllmrouter.core.session;
 
 import java.time.Duration;
 import java.util.ServiceLoader;
+import org.vllmrouter.core.config.UrlRedaction;
 
 /** Opens the store a {@code session_store} setting names. */
 public final class SessionStores {
@@ -23,7 +24,7 @@ public final class SessionStores {
                 return provider.open(spec, ttl);
             }
         }
-        throw new SessionStoreException("Session store " + SessionStoreUrl.redact(spec) + ": no implementation of "
+        throw new SessionStoreException("Session store " + UrlRedaction.redact(spec) + ": no implementation of "
                 + scheme + ":// on the class path (it comes with the router-redis module)", null);
     }
 

@@ -5,6 +5,7 @@ import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.config.UrlRedaction;
 
 /**
  * One routable replica. A data-parallel rank of a server is its own worker named {@code baseUrl@rank},
@@ -14,6 +15,7 @@ public final class Worker {
     public static final String UNKNOWN_MODEL = "unknown";
 
     private final String url;
+    private final String shownUrl;
     private final String baseUrl;
     private final int dpRank;
     private final String modelId;
@@ -33,6 +35,7 @@ public final class Worker {
         this.baseUrl = b.baseUrl;
         this.dpRank = b.dpRank;
         this.url = b.dpRank >= 0 ? b.baseUrl + "@" + b.dpRank : b.baseUrl;
+        this.shownUrl = UrlRedaction.redact(url);
         this.modelId = b.modelId;
         this.role = b.role;
         this.bootstrapPort = b.bootstrapPort;
@@ -52,6 +55,11 @@ public final class Worker {
     /** The DP-aware name ({@code http://h:p@rank}), or the base URL when not DP-aware. */
     public String url() {
         return url;
+    }
+
+    /** {@link #url()} as responses, the dashboard, metrics and logs show it: without its user info. */
+    public String shownUrl() {
+        return shownUrl;
     }
 
     /** The URL requests are sent to (no {@code @rank}). */

@@ -19,6 +19,10 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.logging.Handler;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 import org.junit.jupiter.api.Test;
 import org.vllmrouter.core.hash.FbiHash;
 import org.vllmrouter.core.session.BodySource;
@@ -60,6 +64,43 @@ class StickyLeastLoadedPolicyTest {
 
     private void advance(Duration d) {
         clock.addAndGet(d.toNanos());
+    }
+
+    @Test
+    void sessionsStartingAndFinishingLogAtDebugOnly() {
+        Logger log = Logger.getLogger(StickyLeastLoadedPolicy.class.getName());
+        List<LogRecord> records = new ArrayList<>();
+        Handler capture = new Handler() {
+            @Override
+            public void publish(LogRecord r) {
+                records.add(r);
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        capture.setLevel(Level.ALL);
+        Level before = log.getLevel();
+        log.setLevel(Level.FINE);
+        log.addHandler(capture);
+        try {
+            StickyLeastLoadedPolicy p = policy(Duration.ofHours(2));
+            for (int i = 0; i < 10; i++) {
+                p.select(workers, header("traj-" + i));
+                p.finishSession("traj-" + i);
+            }
+        } finally {
+            log.removeHandler(capture);
+            log.setLevel(before);
+        }
+        assertEquals(20, records.stream().filter(r -> r.getLevel() == Level.FINE).count(), "one debug line each");
+        assertTrue(records.stream().noneMatch(r -> r.getLevel().intValue() >= Level.INFO.intValue()),
+                "nothing per session at INFO or above");
     }
 
     @Test

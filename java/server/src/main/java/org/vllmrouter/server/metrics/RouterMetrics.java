@@ -19,6 +19,7 @@ import java.util.function.BooleanSupplier;
 import java.util.function.Function;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
+import org.vllmrouter.core.config.UrlRedaction;
 import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.worker.CircuitBreaker;
 import org.vllmrouter.core.worker.Worker;
@@ -79,22 +80,22 @@ public final class RouterMetrics {
                 .callback(cb -> cb.call(workers.get().size())).register(registry);
         GaugeWithCallback.builder().name("vllm_router_worker_health").help("Worker health (1 healthy, 0 not)")
                 .labelNames("worker")
-                .callback(cb -> workers.get().forEach(w -> cb.call(w.isHealthy() ? 1 : 0, w.url()))).register(registry);
+                .callback(cb -> workers.get().forEach(w -> cb.call(w.isHealthy() ? 1 : 0, w.shownUrl()))).register(registry);
         GaugeWithCallback.builder().name("vllm_router_worker_load").help("In-flight requests per worker")
                 .labelNames("worker")
-                .callback(cb -> workers.get().forEach(w -> cb.call(w.load(), w.url()))).register(registry);
+                .callback(cb -> workers.get().forEach(w -> cb.call(w.load(), w.shownUrl()))).register(registry);
         GaugeWithCallback.builder().name("vllm_router_running_requests").help("Running requests per worker")
                 .labelNames("worker")
-                .callback(cb -> workers.get().forEach(w -> cb.call(w.load(), w.url()))).register(registry);
+                .callback(cb -> workers.get().forEach(w -> cb.call(w.load(), w.shownUrl()))).register(registry);
         GaugeWithCallback.builder().name("vllm_router_cb_state").help("Circuit state (0 closed, 1 open, 2 half_open)")
                 .labelNames("worker")
-                .callback(cb -> workers.get().forEach(w -> cb.call(stateValue(w.circuitBreaker().state()), w.url())))
+                .callback(cb -> workers.get().forEach(w -> cb.call(stateValue(w.circuitBreaker().state()), w.shownUrl())))
                 .register(registry);
         GaugeWithCallback.builder().name("vllm_router_sticky_active_sessions").help("Active sticky sessions per worker")
                 .labelNames("worker")
                 .callback(cb -> {
                     for (Map.Entry<String, Integer> e : sessions.get().activeByWorker().entrySet()) {
-                        cb.call(e.getValue(), e.getKey());
+                        cb.call(e.getValue(), UrlRedaction.redact(e.getKey()));
                     }
                 }).register(registry);
         GaugeWithCallback.builder().name("vllm_router_sticky_sessions").help("Active sticky sessions in total")

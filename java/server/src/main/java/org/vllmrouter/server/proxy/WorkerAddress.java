@@ -3,6 +3,7 @@ package org.vllmrouter.server.proxy;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.util.concurrent.ConcurrentHashMap;
+import org.vllmrouter.core.config.UrlRedaction;
 
 /**
  * Host and port of a worker base URL such as {@code http://10.0.0.5:8000}, parsed once per URL; {@code tls} when the
@@ -19,7 +20,7 @@ public record WorkerAddress(String host, int port, String hostHeader, boolean tl
         URI uri = URI.create(baseUrl);
         String host = uri.getHost();
         if (host == null) {
-            throw new IllegalArgumentException("URL must have a valid host: " + baseUrl);
+            throw new IllegalArgumentException("URL must have a valid host: " + UrlRedaction.redact(baseUrl));
         }
         boolean tls = "https".equalsIgnoreCase(uri.getScheme());
         int port = uri.getPort() > 0 ? uri.getPort() : tls ? 443 : 80;

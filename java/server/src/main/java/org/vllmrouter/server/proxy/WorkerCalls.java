@@ -25,7 +25,7 @@ public final class WorkerCalls {
     /** {@code policy} chose {@code worker} for a request. */
     public void selected(LoadBalancingPolicy policy, Worker worker) {
         worker.incrementProcessed();
-        metrics.selected(policy.name(), worker.url());
+        metrics.selected(policy.name(), worker.shownUrl());
     }
 
     /** A call to {@code worker} starts; it counts in the worker's load until {@link #ended}. */
@@ -55,6 +55,6 @@ public final class WorkerCalls {
 
     private void outcome(Worker worker, boolean success) {
         worker.circuitBreaker().recordOutcome(success);
-        metrics.circuitOutcome(worker.url(), success);
+        metrics.circuitOutcome(worker.shownUrl(), success);
     }
 }

@@ -30,6 +30,7 @@ import javax.net.ssl.SSLException;
 import javax.net.ssl.TrustManager;
 import javax.net.ssl.TrustManagerFactory;
 import javax.net.ssl.X509TrustManager;
+import org.vllmrouter.core.config.UrlRedaction;
 
 /**
  * TLS to workers whose URL is {@code https}: the certificate must chain to a CA the JVM trusts or one of the PEM
@@ -79,7 +80,7 @@ public final class WorkerTls {
             if (error != null) {
                 channel.close();
                 ready.setFailure(new Failure(
-                        "TLS to worker " + baseUrl + " is not possible: " + error.getMessage(), error));
+                        "TLS to worker " + UrlRedaction.redact(baseUrl) + " is not possible: " + error.getMessage(), error));
             } else {
                 handshake(channel, ssl, baseUrl, address, ready);
             }
@@ -96,7 +97,7 @@ public final class WorkerTls {
                 ready.setSuccess(channel);
             } else {
                 ready.setFailure(new Failure(
-                        "TLS handshake with worker " + baseUrl + " failed: " + reason(handshake.cause(), address),
+                        "TLS handshake with worker " + UrlRedaction.redact(baseUrl) + " failed: " + reason(handshake.cause(), address),
                         handshake.cause()));
             }
         });

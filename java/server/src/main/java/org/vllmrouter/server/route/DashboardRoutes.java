@@ -132,7 +132,7 @@ final class DashboardRoutes {
             g.writeArrayFieldStart("workers");
             for (Worker w : all) {
                 g.writeStartObject();
-                g.writeStringField("url", w.url());
+                g.writeStringField("url", w.shownUrl());
                 g.writeStringField("model", w.modelId());
                 g.writeStringField("role", w.role().name().toLowerCase(Locale.ROOT));
                 g.writeBooleanField("healthy", w.isHealthy());

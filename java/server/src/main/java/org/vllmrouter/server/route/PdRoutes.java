@@ -170,7 +170,7 @@ final class PdRoutes {
             noWorkers(front, request, admissionRelease);
             return null;
         }
-        metrics.pdRequest(route, pair.prefill.url(), pair.decode.url());
+        metrics.pdRequest(route, pair.prefill.shownUrl(), pair.decode.shownUrl());
         return pair;
     }
 
@@ -225,7 +225,7 @@ final class PdRoutes {
                 String detail = error != null ? "prefill request failed: " + error.getMessage()
                         : !reply.ok() ? "prefill worker returned HTTP " + reply.status()
                         : "prefill response is not JSON";
-                metrics.pdPrefillFailed(prefill.url(), "prefill_error");
+                metrics.pdPrefillFailed(prefill.shownUrl(), "prefill_error");
                 request.release();
                 admissionRelease.run();
                 front.respond(Responses.text(front.context().alloc(), HttpResponseStatus.INTERNAL_SERVER_ERROR,
@@ -273,8 +273,8 @@ final class PdRoutes {
         prefillCall.whenComplete((reply, error) -> {
             stageEnded(prefill, policies.prefillPolicy(), prefillCall, reply, error);
             if (error != null || !reply.ok()) {
-                metrics.pdPrefillFailed(prefill.url(), "prefill_error");
-                LOG.warning("Prefill request to " + prefill.url() + " failed: "
+                metrics.pdPrefillFailed(prefill.shownUrl(), "prefill_error");
+                LOG.warning("Prefill request to " + prefill.shownUrl() + " failed: "
                         + (error != null ? error.getMessage() : "HTTP " + reply.status()));
             }
         });
@@ -317,7 +317,7 @@ final class PdRoutes {
     private void decodeEnded(String route, Worker decode, long start, boolean success) {
         metrics.pdDuration(route, (System.nanoTime() - start) / 1e9);
         if (!success) {
-            metrics.pdDecodeFailed(decode.url());
+            metrics.pdDecodeFailed(decode.shownUrl());
         }
     }
 

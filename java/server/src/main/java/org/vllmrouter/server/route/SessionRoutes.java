@@ -5,6 +5,7 @@ import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import java.util.Map;
 import java.util.TreeMap;
+import org.vllmrouter.core.config.UrlRedaction;
 import org.vllmrouter.core.policy.PolicyRegistry;
 import org.vllmrouter.core.session.SessionIdExtractor;
 import org.vllmrouter.core.session.SessionStats;
@@ -67,9 +68,9 @@ public final class SessionRoutes {
         SessionStats stats = policies.sessionStats();
         Map<String, Integer> byWorker = new TreeMap<>();
         for (Worker w : workers.all()) {
-            byWorker.put(w.url(), 0);
+            byWorker.put(w.shownUrl(), 0);
         }
-        byWorker.putAll(stats.activeByWorker());
+        stats.activeByWorker().forEach((url, n) -> byWorker.put(UrlRedaction.redact(url), n));
         return Json.object(g -> {
             g.writeNumberField("active_sessions", stats.activeSessions());
             g.writeObjectFieldStart("active_by_worker");

@@ -15,6 +15,7 @@ import java.util.Locale;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.config.UrlRedaction;
 import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRegistry;
 import org.vllmrouter.core.worker.WorkerRole;
@@ -49,7 +50,7 @@ final class WorkerRoutes {
         String url = urlParam(front, path);
         if (url != null) {
             ControlCalls.respondWhenDone(front, addWorker(front.context().channel().eventLoop(), url), error -> error == null
-                    ? text(front, HttpResponseStatus.OK, "Successfully added worker: " + url)
+                    ? text(front, HttpResponseStatus.OK, "Successfully added worker: " + UrlRedaction.redact(url))
                     : text(front, HttpResponseStatus.BAD_REQUEST, error));
         }
     }
@@ -59,7 +60,7 @@ final class WorkerRoutes {
         String url = urlParam(front, path);
         if (url != null) {
             workers.removeByBaseUrl(url);
-            front.respond(text(front, HttpResponseStatus.OK, "Successfully removed worker: " + url));
+            front.respond(text(front, HttpResponseStatus.OK, "Successfully removed worker: " + UrlRedaction.redact(url)));
         }
     }
 
@@ -84,7 +85,7 @@ final class WorkerRoutes {
         front.respond(json(front, HttpResponseStatus.OK, Json.object(g -> {
             g.writeArrayFieldStart("urls");
             for (Worker w : workers.all()) {
-                g.writeString(w.url());
+                g.writeString(w.shownUrl());
             }
             g.writeEndArray();
         })));
@@ -102,21 +103,21 @@ final class WorkerRoutes {
             return CompletableFuture.completedFuture("Invalid worker URL: " + e.getMessage());
         }
         if (workers.get(created.get(0).url()).isPresent()) {
-            return CompletableFuture.completedFuture("Worker " + url + " already exists");
+            return CompletableFuture.completedFuture("Worker " + UrlRedaction.redact(url) + " already exists");
         }
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(config.workerStartupTimeoutSecs());
         return StartupWait.untilHealthy(control.client(), loop, List.of(url), config.healthCheckEndpoint(),
                         Math.max(1, config.workerStartupCheckInterval()), deadline)
                 .thenApply(outcome -> {
                     if (!outcome.healthy()) {
-                        return "Timeout " + config.workerStartupTimeoutSecs() + "s waiting for worker " + url
+                        return "Timeout " + config.workerStartupTimeoutSecs() + "s waiting for worker " + UrlRedaction.redact(url)
                                 + " to become healthy (last health check: " + outcome.lastFailures() + ")";
                     }
                     boolean added = false;
                     for (Worker w : created) {
                         added |= workers.add(w);
                     }
-                    return added ? null : "Worker " + url + " already exists";
+                    return added ? null : "Worker " + UrlRedaction.redact(url) + " already exists";
                 });
     }
 
@@ -136,7 +137,7 @@ final class WorkerRoutes {
             ControlCalls.respondWhenDone(front, addWorker(front.context().channel().eventLoop(), url), error -> error == null
                     ? json(front, HttpResponseStatus.OK, Json.object(g -> {
                         g.writeBooleanField("success", true);
-                        g.writeStringField("message", "Successfully added worker: " + url);
+                        g.writeStringField("message", "Successfully added worker: " + UrlRedaction.redact(url));
                         g.writeNullField("worker");
                     }))
                     : json(front, HttpResponseStatus.BAD_REQUEST, codedError(error, "ADD_WORKER_FAILED")));
@@ -157,11 +158,11 @@ final class WorkerRoutes {
             Worker worker = workers.get(url).orElse(null);
             if (worker == null) {
                 front.respond(json(front, HttpResponseStatus.NOT_FOUND,
-                        codedError("Worker " + url + " not found", "WORKER_NOT_FOUND")));
+                        codedError("Worker " + UrlRedaction.redact(url) + " not found", "WORKER_NOT_FOUND")));
                 return;
             }
             front.respond(json(front, HttpResponseStatus.OK, Json.object(g -> {
-                g.writeStringField("url", worker.url());
+                g.writeStringField("url", worker.shownUrl());
                 g.writeStringField("model_id", worker.modelId());
                 g.writeBooleanField("is_healthy", worker.isHealthy());
             })));
@@ -169,7 +170,7 @@ final class WorkerRoutes {
             workers.removeByBaseUrl(url);
             front.respond(json(front, HttpResponseStatus.OK, Json.object(g -> {
                 g.writeBooleanField("success", true);
-                g.writeStringField("message", "Worker " + url + " removed successfully");
+                g.writeStringField("message", "Worker " + UrlRedaction.redact(url) + " removed successfully");
                 g.writeNullField("worker");
             })));
         } else {
@@ -185,7 +186,7 @@ final class WorkerRoutes {
             g.writeArrayFieldStart("workers");
             for (Worker w : all) {
                 g.writeStartObject();
-                g.writeStringField("url", w.url());
+                g.writeStringField("url", w.shownUrl());
                 g.writeStringField("model_id", w.modelId());
                 g.writeStringField("worker_type", w.role().name().toLowerCase(Locale.ROOT));
                 g.writeBooleanField("is_healthy", w.isHealthy());
@@ -263,7 +264,7 @@ final class WorkerRoutes {
                     g.writeArrayFieldStart("workers");
                     for (int i = 0; i < all.size(); i++) {
                         g.writeStartObject();
-                        g.writeStringField("worker", all.get(i).url());
+                        g.writeStringField("worker", all.get(i).shownUrl());
                         g.writeNumberField("load", loads.get(i).join());
                         g.writeEndObject();
                     }

@@ -60,7 +60,7 @@ public final class HealthChecker implements AutoCloseable {
                         boolean was = w.isHealthy();
                         w.recordHealthCheck(probe.healthy());
                         if (was != w.isHealthy()) {
-                            LOG.info("Worker " + w.url() + " is now "
+                            LOG.info("Worker " + w.shownUrl() + " is now "
                                     + (w.isHealthy() ? "healthy" : "unhealthy (" + probe.failure() + ")"));
                         }
                     }

@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
+import org.vllmrouter.core.config.UrlRedaction;
 
 /** Polls workers' health endpoint until one answers 2xx or a deadline passes (start-up and /add_worker). */
 public final class StartupWait {
@@ -55,7 +56,7 @@ public final class StartupWait {
             long remaining = deadlineNanos - System.nanoTime();
             if (remaining <= 0) {
                 result.complete(new Outcome(false, done.stream()
-                        .map(p -> p.baseUrl() + ": " + p.failure())
+                        .map(p -> UrlRedaction.redact(p.baseUrl()) + ": " + p.failure())
                         .collect(Collectors.joining("; "))));
                 return;
             }

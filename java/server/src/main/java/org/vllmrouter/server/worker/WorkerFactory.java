@@ -29,7 +29,7 @@ public final class WorkerFactory {
                 builder.dpRank(rank);
             }
             Worker worker = builder.build();
-            worker.circuitBreaker().setListener((from, to) -> metrics.circuitTransition(worker.url(), from, to));
+            worker.circuitBreaker().setListener((from, to) -> metrics.circuitTransition(worker.shownUrl(), from, to));
             out.add(worker);
         }
         return out;
