@@ -28,6 +28,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.logging.Logger;
 import org.vllmrouter.core.config.StaticKvSources;
+import org.vllmrouter.core.config.UrlRedaction;
 import org.vllmrouter.core.policy.KvAwarePolicy;
 import org.vllmrouter.core.policy.PrefixResidency;
 import org.vllmrouter.core.worker.Worker;
@@ -171,7 +172,7 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
             String replay = configured.replayEndpoints().isEmpty() ? null : configured.replayEndpoints().get(rank);
             subscribers.start(new SourceId(base, rank), staticIdentity, new KvEventSource(endpoints.get(rank), replay, ""));
         }
-        LOG.info("KV events of " + base + " from the flags: " + endpoints.size() + " source(s)");
+        LOG.info("KV events of " + UrlRedaction.redact(base) + " from the flags: " + endpoints.size() + " source(s)");
     }
 
     private record WorkerReplies(ControlClient.Reply info, ControlClient.Reply sources) {
@@ -192,15 +193,15 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
             Map<Integer, KvEventSource> sources = KvEventSources.parse(
                     new String(replies.sources().body(), StandardCharsets.UTF_8), URI.create(base).getHost());
             if (sources.isEmpty()) {
-                LOG.warning("Worker " + base + " publishes no KV events; kv_aware gives it no prefix credit");
+                LOG.warning("Worker " + UrlRedaction.redact(base) + " publishes no KV events; kv_aware gives it no prefix credit");
                 return;
             }
             identities.put(base, identity);
             sources.forEach((rank, source) -> subscribers.start(new SourceId(base, rank), identity, source));
-            LOG.info("KV events of " + base + " (" + identity.model() + ", block " + identity.blockSize() + "): "
+            LOG.info("KV events of " + UrlRedaction.redact(base) + " (" + identity.model() + ", block " + identity.blockSize() + "): "
                     + sources.size() + " source(s)");
         } catch (RuntimeException e) {
-            LOG.warning("No KV events from " + base + ", kv_aware gives it no prefix credit: " + e.getMessage());
+            LOG.warning("No KV events from " + UrlRedaction.redact(base) + ", kv_aware gives it no prefix credit: " + e.getMessage());
         }
     }
 
@@ -223,7 +224,7 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
             model = root.path("model_path").asText("");
         }
         if (model.isEmpty()) {
-            LOG.warning("/get_server_info of " + base + " names no model; falling back to URL as model id");
+            LOG.warning("/get_server_info of " + UrlRedaction.redact(base) + " names no model; falling back to URL as model id");
             model = base;
         }
         return new CacheIdentity(model, blockSize);
