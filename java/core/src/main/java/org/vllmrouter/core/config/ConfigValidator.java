@@ -61,33 +61,19 @@ final class ConfigValidator {
         validateRetry(c);
         validateCircuitBreaker(c);
         validateSessions(c);
-        rejectUnsupported(c);
+        validateUnbuiltFeatures(c);
     }
 
-    /** 0.1.17 flags this router parses but does not implement: refused at start rather than ignored. */
-    private static void rejectUnsupported(RouterConfig c) throws ConfigException {
-        if (c.kvConnector().equalsIgnoreCase("moriio")) {
-            if (c.vllmDiscoveryAddress() == null) {
-                throw new ConfigException("MoRI-IO KV connector requires service discovery to be enabled (ZMQ "
-                        + "addresses are obtained via instance registration). Please run with "
-                        + "`--vllm-discovery-address ${address}`");
-            }
-            throw unsupported("--kv-connector moriio");
+    /** Upstream's checks on flags of features this router does not build; UnsupportedFeatures then refuses them. */
+    private static void validateUnbuiltFeatures(RouterConfig c) throws ConfigException {
+        if (c.kvConnector().equalsIgnoreCase("moriio") && c.vllmDiscoveryAddress() == null) {
+            throw new ConfigException("MoRI-IO KV connector requires service discovery to be enabled (ZMQ "
+                    + "addresses are obtained via instance registration). Please run with "
+                    + "`--vllm-discovery-address ${address}`");
         }
         if (c.programSchedulingConfigJson() != null && !c.enableProgramScheduling()) {
             throw new ConfigException("program_scheduling_config_json requires enable_program_scheduling");
         }
-        if (c.enableProgramScheduling()) {
-            throw unsupported("--enable-program-scheduling");
-        }
-        if (c.wasmMiddleware() != null || c.wasmMiddlewareSha256() != null || !c.wasmMiddlewareRoutes().isEmpty()) {
-            throw unsupported(c.wasmMiddleware() != null ? "--wasm-middleware"
-                    : c.wasmMiddlewareSha256() != null ? "--wasm-middleware-sha256" : "--wasm-middleware-route");
-        }
-    }
-
-    private static ConfigException unsupported(String flag) {
-        return new ConfigException("`" + flag + "` is not supported by this router");
     }
 
     private static void validatePolicyName(String field, String name) throws ConfigException {

@@ -31,6 +31,18 @@ final class UnsupportedFeatures {
         if (c.tokenizerPath() != null) {
             throw unsupported("--tokenizer-path", "gRPC mode, which loads the tokenizer, is not built");
         }
+        if (c.enableProgramScheduling()) {
+            throw unsupported("--enable-program-scheduling", "program scheduling is not built");
+        }
+        if (c.wasmMiddleware() != null) {
+            throw unsupported("--wasm-middleware", "WASM middleware is not built");
+        }
+        if (c.wasmMiddlewareSha256() != null) {
+            throw unsupported("--wasm-middleware-sha256", "WASM middleware is not built");
+        }
+        if (!c.wasmMiddlewareRoutes().isEmpty()) {
+            throw unsupported("--wasm-middleware-route", "WASM middleware is not built");
+        }
         if (!c.kvConnector().toLowerCase(Locale.ROOT).equals(BUILT_KV_CONNECTOR)) {
             throw unsupported("--kv-connector " + c.kvConnector(), "only " + BUILT_KV_CONNECTOR + " is built");
         }

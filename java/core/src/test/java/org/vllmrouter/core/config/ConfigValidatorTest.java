@@ -122,12 +122,13 @@ class ConfigValidatorTest {
     @ParameterizedTest
     @CsvSource(delimiter = '|', value = {
         "{\"kv_connector\": \"moriio\"}|MoRI-IO KV connector requires service discovery to be enabled (ZMQ addresses are obtained via instance registration). Please run with `--vllm-discovery-address ${address}`",
-        "{\"kv_connector\": \"MoRIIO\", \"vllm_pd_disaggregation\": true, \"vllm_discovery_address\": \"127.0.0.1:5000\"}|`--kv-connector moriio` is not supported by this router",
-        "{\"enable_program_scheduling\": true}|`--enable-program-scheduling` is not supported by this router",
+        "{\"kv_connector\": \"MoRIIO\", \"vllm_pd_disaggregation\": true, \"vllm_discovery_address\": \"127.0.0.1:5000\"}|--kv-connector MoRIIO is not supported by this router (only nixl is built)",
+        "{\"enable_program_scheduling\": true}|--enable-program-scheduling is not supported by this router (program scheduling is not built)",
         "{\"program_scheduling_config_json\": \"{}\"}|program_scheduling_config_json requires enable_program_scheduling",
-        "{\"enable_program_scheduling\": true, \"program_scheduling_config_json\": \"{}\"}|`--enable-program-scheduling` is not supported by this router",
-        "{\"wasm_middleware\": \"m.wasm\"}|`--wasm-middleware` is not supported by this router",
-        "{\"wasm_middleware_routes\": [\"/v1/completions\"]}|`--wasm-middleware-route` is not supported by this router",
+        "{\"enable_program_scheduling\": true, \"program_scheduling_config_json\": \"{}\"}|--enable-program-scheduling is not supported by this router (program scheduling is not built)",
+        "{\"wasm_middleware\": \"m.wasm\"}|--wasm-middleware is not supported by this router (WASM middleware is not built)",
+        "{\"wasm_middleware_sha256\": \"ab\"}|--wasm-middleware-sha256 is not supported by this router (WASM middleware is not built)",
+        "{\"wasm_middleware_routes\": [\"/v1/completions\"]}|--wasm-middleware-route is not supported by this router (WASM middleware is not built)",
         "{\"policy\": \"kv_aware\", \"router_temperature\": -1}|Configuration validation failed: Invalid value for field 'router_temperature': -1 - Must be finite and >= 0.0",
         "{\"policy\": \"kv_aware\", \"kv_penalty_host\": 1.5}|Configuration validation failed: Invalid value for field 'kv_penalty_host': 1.5 - Must be finite and between 0.0 and 1.0",
         "{\"prefill_policy\": \"kv_aware\", \"vllm_pd_disaggregation\": true, \"prefill_urls\": [[\"http://p:1\", null]], \"decode_urls\": [\"http://d:1\"], \"kv_penalty_disk\": -0.1}|Configuration validation failed: Invalid value for field 'kv_penalty_disk': -0.1 - Must be finite and between 0.0 and 1.0",
