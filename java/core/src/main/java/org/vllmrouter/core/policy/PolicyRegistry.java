@@ -5,6 +5,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.logging.Logger;
+import org.vllmrouter.core.config.PolicyNames;
 import org.vllmrouter.core.config.RouterConfig;
 import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.session.SessionStore;
@@ -18,6 +20,8 @@ import org.vllmrouter.core.session.SessionStores;
  * registry owns and closes.
  */
 public final class PolicyRegistry implements AutoCloseable {
+    private static final Logger LOG = Logger.getLogger(PolicyRegistry.class.getName());
+
     private final RouterConfig config;
     private final SessionStore sessionStore;
     private final LoadBalancingPolicy defaultPolicy;
@@ -38,6 +42,21 @@ public final class PolicyRegistry implements AutoCloseable {
                 () -> sessionStore.table("prefill"));
         this.decodePolicy = Policies.create(cfg.decodePolicy() != null ? cfg.decodePolicy() : cfg.policy(), cfg,
                 () -> sessionStore.table("decode"));
+        warnIfAffinityTtlHasNoKvAwarePolicy();
+    }
+
+    /**
+     * 0.1.17 accepts {@code --kv-aware-session-affinity-ttl-secs} with any policy and uses it only in kv_aware; a
+     * drop-in command line must still start, but a user who expected sessions to stick should hear that they won't.
+     */
+    private void warnIfAffinityTtlHasNoKvAwarePolicy() {
+        if (config.kvAwareSessionAffinityTtlSecs() == null) {
+            return;
+        }
+        if (List.of(defaultPolicy, prefillPolicy, decodePolicy).stream().noneMatch(p -> p.name().equals(PolicyNames.KV_AWARE))) {
+            LOG.warning("--kv-aware-session-affinity-ttl-secs applies to the kv_aware policy only; --policy "
+                    + config.policy() + " does not use it");
+        }
     }
 
     /** The model's own policy if one was set, else the default policy. */

@@ -11,6 +11,10 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
+import java.util.logging.Handler;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 import org.junit.jupiter.api.Test;
 import org.vllmrouter.core.config.PolicyNames;
 import org.vllmrouter.core.config.RouterConfig;
@@ -22,6 +26,43 @@ import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRole;
 
 class PolicyRegistryTest {
+
+    /** Accepted with any policy (0.1.17 does), but said at start when no kv_aware policy will read it. */
+    @Test
+    void anAffinityTtlWithoutAKvAwarePolicyIsWarnedAboutAtStart() throws Exception {
+        assertEquals(1, warningsOnStart("{\"policy\": \"sticky_least_loaded\", \"kv_aware_session_affinity_ttl_secs\": 60}")
+                .stream().filter(m -> m.startsWith("--kv-aware-session-affinity-ttl-secs applies to the kv_aware policy only"))
+                .count());
+        assertTrue(warningsOnStart("{\"policy\": \"kv_aware\", \"kv_aware_session_affinity_ttl_secs\": 60}").isEmpty());
+        assertTrue(warningsOnStart("{\"policy\": \"sticky_least_loaded\"}").isEmpty());
+    }
+
+    private static List<String> warningsOnStart(String json) throws Exception {
+        Logger log = Logger.getLogger(PolicyRegistry.class.getName());
+        List<String> warnings = new ArrayList<>();
+        Handler capture = new Handler() {
+            @Override
+            public void publish(LogRecord r) {
+                if (r.getLevel().intValue() >= Level.WARNING.intValue()) {
+                    warnings.add(r.getMessage());
+                }
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        log.addHandler(capture);
+        try (PolicyRegistry ignored = new PolicyRegistry(RouterConfig.fromJson(json))) {
+            return warnings;
+        } finally {
+            log.removeHandler(capture);
+        }
+    }
 
     @Test
     void prefillAndDecodeAreNewInstancesOfTheInheritedPolicy() throws Exception {
