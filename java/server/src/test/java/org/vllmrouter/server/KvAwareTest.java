@@ -19,7 +19,6 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.vllmrouter.mock.MockConfig;
 import org.vllmrouter.mock.MockWorkers;
-import org.vllmrouter.server.http.ClientReadDeadline;
 import org.vllmrouter.server.proxy.WorkerTls;
 
 /** kv_aware over real sockets: mock workers publishing vLLM KV events, their render API, a kv_aware router. */
@@ -349,8 +348,8 @@ class KvAwareTest {
         try (TlsFront front = TlsFront.start(ca.issue("localhost").serverContext(), mock.worker(0).port())) {
             Map<String, Object> cfg = Fixture.base(List.of(front.url()));
             cfg.put("policy", "kv_aware");
-            router = RouterServer.start(Fixture.config(cfg), null, WorkerTls.trusting(ca.writeCaBundle(dir)),
-                    ClientReadDeadline.DEFAULT);
+            router = RouterServer.start(Fixture.config(cfg),
+                    RouterServer.Options.DEFAULTS.withWorkerTls(WorkerTls.trusting(ca.writeCaBundle(dir))));
             assertTrue(ResilienceTest.eventually(() -> router.kvPlacement().sources().size() == 1),
                     "the https worker's KV source is subscribed");
             int requests = 12;
