@@ -134,6 +134,7 @@ public final class RedisSessionStore implements SessionStore {
         try {
             connection = client.connect();
             requireVersion(connection.sync().info("server"), shown);
+            refuseClusterNode(connection.sync().info("cluster"), shown);
             store = new RedisSessionStore(shown, ttl, clockMillis, resources, client, connection);
             store.start();
             LOG.info("Session store " + shown + ": connected; sessions are shared with every router using it");
@@ -165,6 +166,21 @@ public final class RedisSessionStore implements SessionStore {
         });
         long interval = SYNC_INTERVAL.toMillis();
         background.scheduleWithFixedDelay(this::sync, interval, interval, TimeUnit.MILLISECONDS);
+    }
+
+    /**
+     * A cluster node answers MOVED for every pool whose slot another node owns, so the store would sit degraded; the
+     * keys are laid out for a cluster (one slot per pool) but the client, and its tracking connection, speak to one
+     * server.
+     */
+    private static void refuseClusterNode(String info, String shown) throws SessionStoreException {
+        for (String line : info.split("\r?\n")) {
+            if (line.trim().equals("cluster_enabled:1")) {
+                throw new SessionStoreException("Session store " + shown + ": the server is a Redis Cluster node, "
+                        + "and this router's store speaks to one Redis server; give a standalone Redis (or a "
+                        + "Sentinel-managed primary)", null);
+            }
+        }
     }
 
     private static void requireVersion(String info, String shown) throws SessionStoreException {

@@ -269,4 +269,15 @@ class RedisSessionTableTest {
             }
         }
     }
+
+    @Test
+    void aRedisClusterNodeIsRefusedAtStartWithOneLine() throws Exception {
+        try (RedisServer node = RedisServer.start("--cluster-enabled", "yes")) {
+            SessionStoreException e = assertThrows(SessionStoreException.class,
+                    () -> RedisSessionStore.open(node.url(), TTL, clock::get));
+            assertEquals("Session store " + node.url() + ": the server is a Redis Cluster node, and this router's "
+                    + "store speaks to one Redis server; give a standalone Redis (or a Sentinel-managed primary)",
+                    e.getMessage());
+        }
+    }
 }
