@@ -31,7 +31,8 @@ final class UnsupportedFeatures {
         if (c.tokenizerPath() != null) {
             throw unsupported("--tokenizer-path", "gRPC mode, which loads the tokenizer, is not built");
         }
-        if (c.enableProgramScheduling()) {
+        // A scheduling config without the enable flag has met upstream's own message in ConfigValidator already.
+        if (c.enableProgramScheduling() || c.programSchedulingConfigJson() != null) {
             throw unsupported("--enable-program-scheduling", "program scheduling is not built");
         }
         if (c.wasmMiddleware() != null) {
