@@ -255,6 +255,16 @@ def worker_loads(metrics_port: int) -> dict:
     return loads
 
 
+def check_counts(stats: dict, anomalies: dict) -> tuple:
+    """Whether the per-worker counts add up to the live sessions, and the smallest; tallies what is wrong."""
+    counts = stats["active_by_worker"].values()
+    total_ok = sum(counts) == stats["active_sessions"]
+    smallest = min(counts, default=0)
+    anomalies["count_mismatch"] += 0 if total_ok else 1
+    anomalies["negative_count"] += 1 if smallest < 0 else 0
+    return total_ok, smallest
+
+
 def engine_rss_mib() -> float:
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -329,11 +339,7 @@ def soak(opts: argparse.Namespace) -> None:
             if now >= next_report:
                 next_report = now + opts.report_secs
                 stats = router.session_stats()
-                counts = stats["active_by_worker"].values()
-                total_ok = sum(counts) == stats["active_sessions"]
-                smallest = min(counts, default=0)
-                anomalies["count_mismatch"] += 0 if total_ok else 1
-                anomalies["negative_count"] += 1 if smallest < 0 else 0
+                total_ok, smallest = check_counts(stats, anomalies)
                 mib = engine_rss_mib()
                 rss.append(mib)
                 loads = worker_loads(router.metrics_port)
@@ -472,11 +478,7 @@ def million_ids(opts: argparse.Namespace) -> None:
             sender.join(opts.report_secs)
             now = time.monotonic()
             stats = router.session_stats()
-            counts = stats["active_by_worker"].values()
-            total_ok = sum(counts) == stats["active_sessions"]
-            smallest = min(counts, default=0)
-            anomalies["count_mismatch"] += 0 if total_ok else 1
-            anomalies["negative_count"] += 1 if smallest < 0 else 0
+            total_ok, smallest = check_counts(stats, anomalies)
             evicted = metric(router.metrics_port, "vllm_router_sticky_sessions_evicted_total")
             mib = engine_rss_mib()
             rss.append((now - start, mib, stats["active_sessions"] >= opts.max_sessions))
