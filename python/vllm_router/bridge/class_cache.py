@@ -30,6 +30,7 @@ from .engine_command import (
     jvm_options as base_jvm_options,
     read_event,
     startup_cache_enabled,
+    versioned_options,
 )
 from .java_runtime import JavaRuntime, find_java, inspect_java
 
@@ -48,7 +49,8 @@ def cache_path(java: JavaRuntime, jar: Path, base_options: List[str]) -> Optiona
     stat = jar.stat()
     # One slot per (runtime, jar location); a rebuilt jar or new options replace the slot's cache.
     slot = _digest(java.executable, str(jar.resolve()))
-    version = _digest(str(java.major_version), str(stat.st_size), str(stat.st_mtime_ns), *base_options)
+    version = _digest(str(java.major_version), str(stat.st_size), str(stat.st_mtime_ns),
+                      *versioned_options(java), *base_options)
     cache_home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(cache_home) / "vllm-router-jvm" / f"engine-{slot}-{version}.aot"
 
