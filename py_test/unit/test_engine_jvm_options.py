@@ -34,7 +34,7 @@ def test_the_engine_runs_with_our_heap_sizing(monkeypatch):
     java, flags = final_flags(monkeypatch, None)
     assert flags["UseSerialGC"] == "true"
     assert int(flags["InitialHeapSize"]) == 32 << 20
-    assert int(flags["MaxNewSize"]) == 16 << 20
+    assert int(flags["MaxNewSize"]) == 12 << 20
     assert int(flags["MaxMetaspaceSize"]) == 128 << 20
     if java.major_version >= 22:
         assert flags["TrimNativeHeapInterval"] == "10000"
