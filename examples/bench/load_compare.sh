@@ -33,6 +33,8 @@
 #                        (seen: 3-8x its steady CPU per request at load 15); 120 s reached steady state there.
 #   LEVEL_WARMUP_S [5]   warm-up run before each measured level (and the whole warm-up of other arms)
 #   DURATION_S [15]      measured seconds per level
+#   IDLE_WAIT_S [12]     seconds between a healthy /health and the idle RSS sample (a JVM's start-up
+#                        compilations hold C heap for a few seconds; our engine trims it every 10 s)
 #   BODY_BYTES [2048]    SESSIONS [1000]    BASE_PORT [18100]
 #   JAVA [a JDK >= 21 found under /usr/lib/jvm, else java]: runs the mock and our routers' engines
 #   ROUTER_PYTHON [.venv/bin/python of this tree, else python3]: runs our routers' launchers; each router
@@ -59,6 +61,7 @@ RUNS=${RUNS:-1}
 BACKEND=${BACKEND:-nginx}
 ARM_WARMUP_S=${ARM_WARMUP_S:-40}
 LEVEL_WARMUP_S=${LEVEL_WARMUP_S:-5}
+IDLE_WAIT_S=${IDLE_WAIT_S:-12}
 DURATION_S=${DURATION_S:-15}
 BODY_BYTES=${BODY_BYTES:-2048}
 SESSIONS=${SESSIONS:-1000}
@@ -326,7 +329,7 @@ spawn() {
     return 1
   fi
   START_S=$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
-  sleep 2
+  sleep "$IDLE_WAIT_S"
   IDLE_RSS_KIB=$(tree_stats "$PROXY_PID" | cut -d' ' -f2)
 }
 
