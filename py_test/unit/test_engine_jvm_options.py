@@ -33,7 +33,6 @@ def final_flags(monkeypatch, user_options):
 def test_the_engine_runs_with_our_heap_sizing(monkeypatch):
     java, flags = final_flags(monkeypatch, None)
     assert flags["UseSerialGC"] == "true"
-    assert int(flags["InitialHeapSize"]) == 32 << 20
     assert int(flags["MaxNewSize"]) == 12 << 20
     assert int(flags["MaxMetaspaceSize"]) == 128 << 20
     if java.major_version >= 22:
@@ -55,6 +54,14 @@ def test_user_jvm_opts_override_ours(monkeypatch):
         assert flags["TrimNativeHeapInterval"] == "0"
     if java.major_version >= 25:
         assert flags["UseCompactObjectHeaders"] == "false"
+
+
+def test_a_larger_young_generation_of_the_users_is_taken_as_given(monkeypatch):
+    # Were it above the initial heap, the JVM would shrink it, and then refuse the class cache and
+    # not start at all.
+    _, flags = final_flags(monkeypatch, "-Xmn64m")
+    assert int(flags["NewSize"]) == 64 << 20
+    assert int(flags["MaxNewSize"]) == 64 << 20
 
 
 @pytest.mark.parametrize("major, expected", [
