@@ -698,14 +698,6 @@ final class RedisSessionTable implements SessionTable {
     }
 
     private static Worker find(List<Worker> candidates, String url) {
-        int hash = url.hashCode();
-        for (int i = 0, n = candidates.size(); i < n; i++) {
-            Worker w = candidates.get(i);
-            String u = w.url();
-            if (u == url || (u.hashCode() == hash && u.equals(url))) {
-                return w;
-            }
-        }
-        return null;
+        return Worker.byUrl(candidates, url);
     }
 }

@@ -309,15 +309,7 @@ public final class InMemorySessionTable implements SessionTable {
     }
 
     private static Worker find(List<Worker> candidates, String url) {
-        int hash = url.hashCode();
-        for (int i = 0, n = candidates.size(); i < n; i++) {
-            Worker w = candidates.get(i);
-            String u = w.url();
-            if (u == url || (u.hashCode() == hash && u.equals(url))) {
-                return w;
-            }
-        }
-        return null;
+        return Worker.byUrl(candidates, url);
     }
 
     private void unbindWorker(Binding b) {

@@ -1,5 +1,6 @@
 package org.vllmrouter.core.worker;
 
+import java.util.List;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -244,5 +245,18 @@ public final class Worker {
         public Worker build() {
             return new Worker(this);
         }
+    }
+
+    /** The candidate whose URL is {@code url}, or null; on the routing path, so no stream or map. */
+    public static Worker byUrl(List<Worker> candidates, String url) {
+        int hash = url.hashCode();
+        for (int i = 0, n = candidates.size(); i < n; i++) {
+            Worker w = candidates.get(i);
+            String u = w.url();
+            if (u == url || (u.hashCode() == hash && u.equals(url))) {
+                return w;
+            }
+        }
+        return null;
     }
 }
