@@ -1,48 +1,88 @@
 #!/usr/bin/env bash
-# Side-by-side proxy benchmark on loopback: one mock process serving 4 workers, then for each
-# arm -- (a) direct to the mock, (b) HAProxy (leastconn + stick table on X-Session-ID),
-# (c) our router (sticky_least_loaded) -- a JIT warm-up, then a closed-loop run per concurrency
-# level with LoadMain. Reports requests/s, p50/p99 and the proxy's CPU microseconds per request
-# (utime+stime delta from /proc/PID/stat over the measured window / measured requests).
+# Side-by-side proxy benchmark on loopback. Backends: two nginx servers answering a fixed completion
+# (BACKEND=nginx, so the backend costs little), or the mock (BACKEND=mock). In front of them, one arm at
+# a time:
+#   direct         wrk straight to the first backend (no proxy)
+#   haproxy        HAProxy, leastconn + stick table on X-Session-ID
+#   nginx-hash     nginx, `hash $http_x_session_id consistent`
+#   rust           upstream's vllm-router 0.1.17 (the Rust router), pip-installed into a venv of its own
+#   router         this tree's router
+#   router-base    the router of BASE_TREE (an older build, for "does main route as fast as it did")
+#   router-before  the router of BEFORE_TREE (e.g. `git archive main | tar -x -C DIR`), for before/after
+# The Rust and our routers start the way a user starts them, `python -m vllm_router.launch_router
+# --policy sticky_least_loaded ...`, so CPU and memory count the whole process tree (Python launcher and,
+# for ours, the engine JVM). Per arm: start-up time (spawn to a healthy /health), idle RSS, a warm-up,
+# then per concurrency level a wrk run (one thread, keep-alive, a BODY_BYTES POST to /v1/completions with
+# a random X-Session-ID out of SESSIONS). Columns: requests/s, p50/p99/p99.9, CPU microseconds per request
+# of the proxy's process tree (utime+stime from /proc over the measured run / requests) and the tree's RSS
+# at the end of the level. With the nginx backend, an SSE probe follows: time to first byte of a small
+# SSE answer over one keep-alive connection (median, minus the direct one = what the proxy adds) and the
+# bytes per second of a large SSE answer relayed.
+#
+# RUNS > 1 repeats the whole arm list (runs interleave arms, so a slow minute hits every arm alike); the
+# report gives the median of the runs and ratios against HAProxy, and draws a PNG (latency percentiles,
+# CPU per request and RSS per arm) next to the text output when matplotlib is importable.
 #
 # Every run has a bounded duration; everything started here is stopped by pid on exit.
 #
 # Environment (defaults in brackets):
-#   ARMS ["direct haproxy router"]   CONCURRENCIES ["1 16 64"]
-#   ARM_WARMUP_S [40]   JIT warm-up per arm (c=16, not measured). On a busy machine the JIT's compiler
-#                       threads wait for CPU and 40 s can leave the router partly interpreted (seen: 3-8x its
-#                       steady CPU per request at load 15); ARM_WARMUP_S=120 reached steady state there.
-#   LEVEL_WARMUP_S [5]  warm-up inside each measured run (also warms the load generator)
-#   DURATION_S [20]     measured seconds per concurrency level
-#   BODY_BYTES [2048]   BASE_PORT [18100] (mock BASE+1..BASE+4, HAProxy BASE+10, router BASE+20)
-#   JAVA [a JDK >= 21 found under /usr/lib/jvm, else java]   JAVA_OPTS [-Xms512m -Xmx1g]
-#   ROUTER_CMD ["$JAVA -jar java/host/target/vllm-router-engine.jar serve --config $ROUTER_CONFIG"]
-#              evaluated with ROUTER_CONFIG set to the generated config file
-#   OUT_DIR [bench-results]  results as JSON lines, one per (arm, concurrency)
-#   KEEP_WORK [unset]   keep the temporary directory (configs, process logs)
+#   ARMS ["direct haproxy nginx-hash rust router"]   CONCURRENCIES ["16 64"]   RUNS [1]
+#   BACKEND [nginx]      nginx | mock
+#   ARM_WARMUP_S [40]    warm-up of a JVM arm (router*) at c=16, not measured. On a busy machine the JIT's
+#                        compiler threads wait for CPU and 40 s can leave the router partly interpreted
+#                        (seen: 3-8x its steady CPU per request at load 15); 120 s reached steady state there.
+#   LEVEL_WARMUP_S [5]   warm-up run before each measured level (and the whole warm-up of other arms)
+#   DURATION_S [15]      measured seconds per level
+#   IDLE_WAIT_S [12]     seconds between a healthy /health and the idle RSS sample (a JVM's start-up
+#                        compilations hold C heap for a few seconds; our engine trims it every 10 s)
+#   BODY_BYTES [2048]    SESSIONS [1000]    BASE_PORT [18100]
+#   JAVA [a JDK >= 21 found under /usr/lib/jvm, else java]: runs the mock and our routers' engines
+#   ROUTER_PYTHON [.venv/bin/python of this tree, else python3]: runs our routers' launchers; each router
+#                        arm imports vllm_router from its tree's python/ and runs its tree's engine jar
+#                        (built with `mvn -o package -DskipTests` in that tree when missing)
+#   BASE_TREE [/work/wt/base]   BEFORE_TREE [unset]: source trees of router-base and router-before
+#   RUST_VENV [/tmp/up117]: venv holding vllm-router==0.1.17 (created when missing)
+#   VLLM_ROUTER_JVM_OPTS: passed to every router arm, as a user would
+#   CLASS_CACHE_HOME [/tmp/load_compare-cache]: where our routers' start-up caches are built (before
+#                        the arm starts, so no cache build runs during a measurement)
+#   OUT_DIR [bench-results]   results: load_compare-<time>.jsonl (one line per arm, run and level),
+#                        .txt (the report) and .png (the plot)
+#   KEEP_WORK [unset]    keep the temporary directory (configs, process logs)
 #
-# Quick check:  ARM_WARMUP_S=3 LEVEL_WARMUP_S=1 DURATION_S=3 ARMS="direct haproxy" examples/bench/load_compare.sh
+# Quick check:  ARM_WARMUP_S=3 LEVEL_WARMUP_S=1 DURATION_S=3 ARMS="direct haproxy router" examples/bench/load_compare.sh
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 
-ARMS=${ARMS:-"direct haproxy router"}
-CONCURRENCIES=${CONCURRENCIES:-"1 16 64"}
+ARMS=${ARMS:-"direct haproxy nginx-hash rust router"}
+CONCURRENCIES=${CONCURRENCIES:-"16 64"}
+RUNS=${RUNS:-1}
+BACKEND=${BACKEND:-nginx}
 ARM_WARMUP_S=${ARM_WARMUP_S:-40}
 LEVEL_WARMUP_S=${LEVEL_WARMUP_S:-5}
-DURATION_S=${DURATION_S:-20}
+IDLE_WAIT_S=${IDLE_WAIT_S:-12}
+DURATION_S=${DURATION_S:-15}
 BODY_BYTES=${BODY_BYTES:-2048}
+SESSIONS=${SESSIONS:-1000}
 BASE_PORT=${BASE_PORT:-18100}
-JAVA_OPTS=${JAVA_OPTS:-"-Xms512m -Xmx1g"}
+BASE_TREE=${BASE_TREE:-/work/wt/base}
+BEFORE_TREE=${BEFORE_TREE:-}
+RUST_VENV=${RUST_VENV:-/tmp/up117}
+CLASS_CACHE_HOME=${CLASS_CACHE_HOME:-/tmp/load_compare-cache}
 OUT_DIR=${OUT_DIR:-bench-results}
-CLK_TCK=$(getconf CLK_TCK)
+if [[ -z "${ROUTER_PYTHON:-}" ]]; then
+  if [[ -x "$ROOT/.venv/bin/python" ]]; then ROUTER_PYTHON="$ROOT/.venv/bin/python"; else ROUTER_PYTHON=python3; fi
+fi
 
-MOCK_PORTS=($((BASE_PORT + 1)) $((BASE_PORT + 2)) $((BASE_PORT + 3)) $((BASE_PORT + 4)))
-HAPROXY_PORT=$((BASE_PORT + 10))
-ROUTER_PORT=$((BASE_PORT + 20))
+BACKEND_PORTS=($((BASE_PORT + 1)) $((BASE_PORT + 2)))
+PROXY_PORT=$((BASE_PORT + 10))
+METRICS_PORT=$((BASE_PORT + 11))
+SSE_SMALL_BYTES=2048
+SSE_LARGE_MIB=256
 
 WORK=$(mktemp -d /tmp/load_compare.XXXXXX)
+chmod 755 "$WORK"  # nginx's workers (user nobody) read the SSE files in it
 PIDS=()
 cleanup() {
   for pid in "${PIDS[@]}"; do
@@ -55,7 +95,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-log() { echo "[load_compare] $*" >&2; }
+log() { echo "[load_compare] $(date -u +%H:%M:%S) $*" >&2; }
 
 find_java() {
   if [[ -n "${JAVA:-}" ]]; then echo "$JAVA"; return; fi
@@ -71,16 +111,13 @@ find_java() {
 }
 JAVA=$(find_java)
 
-# The mock and LoadMain come from the engine jar when it is built, else from the mock module.
-ENGINE_JAR="$ROOT/java/host/target/vllm-router-engine.jar"
-if [[ -f "$ENGINE_JAR" ]]; then
-  CP="$ENGINE_JAR"
-else
-  log "building java/mock (no engine jar yet)"
-  mvn -B -ntp -q -pl java/mock compile dependency:build-classpath \
-      -Dmdep.outputFile="$WORK/cp.txt" -Dmdep.includeScope=runtime >&2
-  CP="$ROOT/java/mock/target/classes:$(cat "$WORK/cp.txt")"
-fi
+need() {  # need COMMAND DEBIAN_PACKAGE: benchmark tools only, installed on first use
+  command -v "$1" >/dev/null && return
+  log "installing $2 (Debian package)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >&2
+}
+need wrk wrk
+need curl curl
 
 # Waits (bounded) for an HTTP 200 on a URL while process PID is alive.
 wait_http() {
@@ -88,33 +125,115 @@ wait_http() {
   until curl -fsS -o /dev/null "$url" 2>/dev/null; do
     if ! kill -0 "$pid" 2>/dev/null; then log "process $pid exited before $url answered"; return 1; fi
     if (( SECONDS >= deadline )); then log "timeout waiting for $url"; return 1; fi
-    sleep 0.2
+    sleep 0.02
   done
 }
 
-# --- the mock: one process, four workers ---------------------------------------------------------
-ports_csv=$(IFS=,; echo "${MOCK_PORTS[*]}")
-# shellcheck disable=SC2086
-"$JAVA" $JAVA_OPTS -cp "$CP" org.vllmrouter.mock.MockWorkerMain --ports "$ports_csv" \
-    > "$WORK/mock.out" 2> "$WORK/mock.err" &
-MOCK_PID=$!
-PIDS+=("$MOCK_PID")
-for _ in $(seq 1 300); do
-  grep -q '"event"' "$WORK/mock.out" 2>/dev/null && break
-  sleep 0.1
-done
-if ! grep -q '"event":"ready"' "$WORK/mock.out"; then
-  log "mock did not start: $(cat "$WORK/mock.out" "$WORK/mock.err")"
-  exit 1
-fi
-log "mock ready (pid $MOCK_PID): $(head -1 "$WORK/mock.out")"
+# tree_stats PID -> "CPU_TICKS RSS_KIB" of PID and all its descendants (utime+stime; resident set).
+tree_stats() {
+  python3 - "$1" <<'PY'
+import os, sys
+root = int(sys.argv[1])
+children, stats = {}, {}
+for name in os.listdir("/proc"):
+    if not name.isdigit():
+        continue
+    try:
+        with open(f"/proc/{name}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        with open(f"/proc/{name}/statm") as f:
+            resident = int(f.read().split()[1])
+    except OSError:
+        continue
+    pid = int(name)
+    children.setdefault(int(fields[1]), []).append(pid)
+    stats[pid] = (int(fields[11]) + int(fields[12]), resident)
+ticks = rss_pages = 0
+todo = [root]
+while todo:
+    pid = todo.pop()
+    if pid in stats:
+        ticks += stats[pid][0]
+        rss_pages += stats[pid][1]
+    todo.extend(children.get(pid, []))
+print(ticks, rss_pages * os.sysconf("SC_PAGE_SIZE") // 1024)
+PY
+}
+
+# --- backends --------------------------------------------------------------------------------------
+COMPLETION='{"id":"cmpl-bench","object":"text_completion","created":0,"model":"mock","choices":[{"index":0,"text":" a fixed answer of the benchmark backend","logprobs":null,"finish_reason":"length"}],"usage":{"prompt_tokens":512,"completion_tokens":8,"total_tokens":520}}'
+
+nginx_bin() { need nginx nginx; command -v nginx; }
+
+start_nginx_backends() {
+  mkdir -p "$WORK/sse"
+  python3 - "$WORK/sse" "$SSE_SMALL_BYTES" "$SSE_LARGE_MIB" <<'PY'
+import sys
+directory, small, large_mib = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+event = b'data: {"id":"cmpl-bench","object":"text_completion","choices":[{"index":0,"text":" token"}]}\n\n'
+def write(name, size):
+    with open(f"{directory}/{name}.txt", "wb") as f:
+        f.write(event * max(1, size // len(event)) + b"data: [DONE]\n\n")
+write("small", small)
+write("large", large_mib << 20)
+PY
+  {
+    echo "worker_processes 2;"
+    echo "pid $WORK/nginx-backend.pid;"
+    echo "events { worker_connections 4096; }"
+    echo "http {"
+    echo "  access_log off;"
+    echo "  keepalive_requests 100000000;"
+    echo "  keepalive_timeout 300s;"
+    echo "  client_body_buffer_size 64k;"
+    for p in "${BACKEND_PORTS[@]}"; do
+      echo "  server {"
+      echo "    listen 127.0.0.1:$p backlog=4096;"
+      # A request carrying X-Bench-Sse gets a static SSE file of that name; error_page turns the static
+      # module's 405 for a POST into the file (as a GET).
+      echo "    location /v1/completions {"
+      echo "      if (\$http_x_bench_sse) { rewrite ^ /sse/\$http_x_bench_sse.txt last; }"
+      echo "      default_type application/json;"
+      echo "      return 200 '$COMPLETION';"
+      echo "    }"
+      echo "    location /sse/ {"
+      echo "      alias $WORK/sse/;"
+      echo "      default_type text/event-stream;"
+      echo "      error_page 405 =200 \$uri;"
+      echo "    }"
+      echo "    location / { default_type application/json; return 200 '{\"status\":\"ok\"}'; }"
+      echo "  }"
+    done
+    echo "}"
+  } > "$WORK/nginx-backend.conf"
+  "$(nginx_bin)" -p "$WORK" -e "$WORK/nginx-backend.err" -c "$WORK/nginx-backend.conf" -g 'daemon off;' \
+      > "$WORK/nginx-backend.log" 2>&1 &
+  BACKEND_PID=$!
+  PIDS+=("$BACKEND_PID")
+  for p in "${BACKEND_PORTS[@]}"; do
+    wait_http "http://127.0.0.1:$p/health" "$BACKEND_PID" 30
+  done
+}
+
+start_mock_backends() {
+  local jar="$ROOT/java/host/target/vllm-router-engine.jar"
+  [[ -f "$jar" ]] || { log "BACKEND=mock needs $jar (make engine-jar)"; exit 1; }
+  local ports_csv
+  ports_csv=$(IFS=,; echo "${BACKEND_PORTS[*]}")
+  "$JAVA" -Xms256m -Xmx512m -cp "$jar" org.vllmrouter.mock.MockWorkerMain --ports "$ports_csv" \
+      > "$WORK/mock.out" 2> "$WORK/mock.err" &
+  BACKEND_PID=$!
+  PIDS+=("$BACKEND_PID")
+  for p in "${BACKEND_PORTS[@]}"; do
+    wait_http "http://127.0.0.1:$p/health" "$BACKEND_PID" 60
+  done
+}
 
 # --- arms ------------------------------------------------------------------------------------------
+worker_urls() { printf 'http://127.0.0.1:%s ' "${BACKEND_PORTS[@]}"; }
+
 start_haproxy() {
-  if ! command -v haproxy >/dev/null; then
-    log "installing haproxy (Debian package)"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq haproxy >&2
-  fi
+  need haproxy haproxy
   {
     echo "global"
     echo "    maxconn 4096"
@@ -126,63 +245,92 @@ start_haproxy() {
     echo "    timeout client 60s"
     echo "    timeout server 60s"
     echo "frontend fe"
-    echo "    bind 127.0.0.1:$HAPROXY_PORT"
+    echo "    bind 127.0.0.1:$PROXY_PORT"
     echo "    default_backend workers"
     echo "backend workers"
     echo "    balance leastconn"
     echo "    stick-table type string len 128 size 1m expire 2h"
     echo "    stick on req.fhdr(x-session-id)"
     local i=1
-    for p in "${MOCK_PORTS[@]}"; do
+    for p in "${BACKEND_PORTS[@]}"; do
       echo "    server w$i 127.0.0.1:$p"
       i=$((i + 1))
     done
   } > "$WORK/haproxy.cfg"
-  haproxy -f "$WORK/haproxy.cfg" -db > "$WORK/haproxy.log" 2>&1 &
-  PROXY_PID=$!
-  PIDS+=("$PROXY_PID")
-  wait_http "http://127.0.0.1:$HAPROXY_PORT/health" "$PROXY_PID" 30
-  ARM_URL="http://127.0.0.1:$HAPROXY_PORT"
+  spawn "haproxy -f $WORK/haproxy.cfg -db"
 }
 
-start_router() {
-  ROUTER_CONFIG="$WORK/router.json"
-  export ROUTER_CONFIG
-  local urls
-  urls=$(printf '"http://127.0.0.1:%s",' "${MOCK_PORTS[@]}")
-  cat > "$ROUTER_CONFIG" <<EOF
-{"worker_urls": [${urls%,}], "host": "127.0.0.1", "port": $ROUTER_PORT,
- "policy": "sticky_least_loaded", "prometheus_port": 0}
-EOF
-  if [[ -z "${ROUTER_CMD:-}" && ! -f "$ENGINE_JAR" ]]; then
-    log "router arm skipped: $ENGINE_JAR is not built (or set ROUTER_CMD)"
-    return 1
-  fi
-  local cmd=${ROUTER_CMD:-"$JAVA $JAVA_OPTS -jar $ENGINE_JAR serve --config $ROUTER_CONFIG"}
-  if [[ -z "${ROUTER_CMD:-}" ]] && ! "$JAVA" -jar "$ENGINE_JAR" serve --help >/dev/null 2>&1; then
-    # A launcher without `serve` yet: call the engine's entry point (EngineRunner.serve) from a one-file
-    # program run by the JDK's source launcher, in the same JVM, so the pid measured is still the router's.
-    cat > "$WORK/ServeEngine.java" <<'JAVA'
-public class ServeEngine {
-    public static void main(String[] args) throws Exception {
-        try (var config = new java.io.FileInputStream(args[0])) {
-            System.exit(org.vllmrouter.server.EngineRunner.serve(config, false));
-        }
-    }
+start_nginx_hash() {
+  {
+    echo "worker_processes auto;"
+    echo "pid $WORK/nginx-hash.pid;"
+    echo "events { worker_connections 4096; }"
+    echo "http {"
+    echo "  access_log off;"
+    echo "  keepalive_requests 100000000;"
+    echo "  upstream workers {"
+    echo "    hash \$http_x_session_id consistent;"
+    for p in "${BACKEND_PORTS[@]}"; do echo "    server 127.0.0.1:$p;"; done
+    echo "    keepalive 128;"
+    echo "    keepalive_requests 100000000;"
+    echo "  }"
+    echo "  server {"
+    echo "    listen 127.0.0.1:$PROXY_PORT backlog=4096;"
+    echo "    location / {"
+    echo "      proxy_pass http://workers;"
+    echo "      proxy_http_version 1.1;"
+    echo "      proxy_set_header Connection \"\";"
+    echo "      proxy_buffering off;"
+    echo "    }"
+    echo "  }"
+    echo "}"
+  } > "$WORK/nginx-hash.conf"
+  spawn "$(nginx_bin) -p $WORK -e $WORK/nginx-hash.err -c $WORK/nginx-hash.conf -g 'daemon off;'"
 }
-JAVA
-    log "the launcher has no serve command; running EngineRunner.serve directly"
-    cmd="$JAVA $JAVA_OPTS -cp $ENGINE_JAR $WORK/ServeEngine.java $ROUTER_CONFIG"
+
+launch_flags() {
+  echo "--host 127.0.0.1 --port $PROXY_PORT --prometheus-port $METRICS_PORT --policy sticky_least_loaded --worker-urls $(worker_urls)"
+}
+
+start_rust() {
+  if [[ ! -x "$RUST_VENV/bin/python" ]] || ! "$RUST_VENV/bin/python" -c 'import vllm_router_rs' 2>/dev/null; then
+    log "installing vllm-router==0.1.17 into $RUST_VENV"
+    python3 -m venv "$RUST_VENV"
+    "$RUST_VENV/bin/pip" -q install vllm-router==0.1.17 >&2
   fi
-  # exec, so that the pid we hold (and read CPU from) is the router itself.
-  ( eval "exec $cmd" ) > "$WORK/router.out" 2> "$WORK/router.err" &
+  spawn "$RUST_VENV/bin/python -m vllm_router.launch_router $(launch_flags)"
+}
+
+# start_our_router TREE: that tree's launcher and engine jar, started as a user starts them.
+start_our_router() {
+  local tree=$1
+  local jar="$tree/java/host/target/vllm-router-engine.jar"
+  if [[ ! -f "$jar" ]]; then
+    log "building the engine jar of $tree"
+    (cd "$tree" && mvn -B -ntp -o -q -pl java/host -am package -DskipTests >&2)
+  fi
+  local env="PYTHONPATH=$tree/python VLLM_ROUTER_ENGINE_JAR=$jar VLLM_ROUTER_JAVA=$JAVA XDG_CACHE_HOME=$CLASS_CACHE_HOME"
+  # The start-up cache a user's `make` builds; built here, before the arm starts, so that no
+  # background build runs during a measurement.
+  (eval "env $env $ROUTER_PYTHON -m vllm_router.bridge.class_cache") >&2 || true
+  spawn "env $env $ROUTER_PYTHON -m vllm_router.launch_router $(launch_flags)"
+}
+
+# spawn COMMAND: starts the arm's proxy (exec, so the pid held is the tree's root) and waits for its
+# /health; sets PROXY_PID, START_S and IDLE_RSS_KIB.
+spawn() {
+  local started
+  started=$(date +%s.%N)
+  ( eval "exec $1" ) > "$WORK/proxy.out" 2> "$WORK/proxy.err" &
   PROXY_PID=$!
   PIDS+=("$PROXY_PID")
-  if ! wait_http "http://127.0.0.1:$ROUTER_PORT/health" "$PROXY_PID" 60; then
-    log "router did not become healthy: $(tail -5 "$WORK/router.err")"
+  if ! wait_http "http://127.0.0.1:$PROXY_PORT/health" "$PROXY_PID" 120; then
+    log "proxy did not become healthy: $(tail -5 "$WORK/proxy.err")"
     return 1
   fi
-  ARM_URL="http://127.0.0.1:$ROUTER_PORT"
+  START_S=$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+  sleep "$IDLE_WAIT_S"
+  IDLE_RSS_KIB=$(tree_stats "$PROXY_PID" | cut -d' ' -f2)
 }
 
 stop_proxy() {
@@ -193,50 +341,141 @@ stop_proxy() {
   fi
 }
 
-load() {
-  # load C DURATION WARMUP CPU_PIDS -> one JSON line on stdout
-  local c=$1 duration=$2 warmup=$3 pids=$4
-  local bound
-  bound=$(awk -v d="$duration" -v w="$warmup" 'BEGIN { printf "%d", d + w + 60 }')
-  # shellcheck disable=SC2086
-  timeout "$bound" "$JAVA" $JAVA_OPTS -cp "$CP" org.vllmrouter.mock.LoadMain --url "$ARM_URL/v1/completions" \
-      --concurrency "$c" --duration-s "$duration" --warmup-s "$warmup" --body-bytes "$BODY_BYTES" \
-      --session-header --cpu-pids "$pids" --clk-tck "$CLK_TCK" --json || true
+# --- load ------------------------------------------------------------------------------------------
+cat > "$WORK/post.lua" <<LUA
+local prompt = string.rep("x", math.max(0, $BODY_BYTES - 60))
+local body = '{"model":"mock","max_tokens":8,"prompt":"' .. prompt .. '"}'
+local headers = {["Content-Type"] = "application/json"}
+local thread_seed = os.time()
+
+init = function(args) math.randomseed(thread_seed) end
+
+request = function()
+  headers["X-Session-ID"] = "bench-" .. math.random($SESSIONS)
+  return wrk.format("POST", "/v1/completions", headers, body)
+end
+
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format('{"requests":%d,"duration_us":%d,"socket_errors":%d,"status_errors":%d,' ..
+    '"p50_us":%d,"p99_us":%d,"p999_us":%d,"max_us":%d}\n',
+    summary.requests, summary.duration, e.connect + e.read + e.write + e.timeout, e.status,
+    latency:percentile(50), latency:percentile(99), latency:percentile(99.9), latency.max))
+end
+LUA
+
+# wrk_run URL C SECONDS -> the done() JSON line
+wrk_run() {
+  timeout $(($3 + 60)) wrk -t1 -c"$2" -d"$3s" --timeout 10s -s "$WORK/post.lua" "$1" | grep '^{' || true
 }
 
-mkdir -p "$OUT_DIR"
-RESULTS="$OUT_DIR/load_compare-$(date +%Y%m%d-%H%M%S).jsonl"
-log "results -> $RESULTS"
-printf '%-8s %4s %10s %9s %9s %15s %14s\n' arm c "req/s" "p50 us" "p99 us" "proxy cpu us/req" "mock cpu us/req"
-
-for arm in $ARMS; do
-  PROXY_PID=
-  case "$arm" in
-    direct) ARM_URL="http://127.0.0.1:${MOCK_PORTS[0]}" ;;
-    haproxy) start_haproxy ;;
-    router) start_router || continue ;;
-    *) log "unknown arm $arm"; continue ;;
-  esac
-  pids="$MOCK_PID${PROXY_PID:+,$PROXY_PID}"
-  log "$arm: JIT warm-up ${ARM_WARMUP_S}s at c=16"
-  load 16 "$ARM_WARMUP_S" 0 "$pids" > /dev/null
-  for c in $CONCURRENCIES; do
-    line=$(load "$c" "$DURATION_S" "$LEVEL_WARMUP_S" "$pids")
-    if [[ "$line" != "{"* ]]; then
-      log "$arm c=$c: no result (LoadMain failed)"
-      continue
-    fi
-    echo "{\"arm\":\"$arm\",\"concurrency\":$c,\"result\":$line}" >> "$RESULTS"
-    python3 - "$arm" "$c" "$MOCK_PID" "${PROXY_PID:-}" "$line" <<'PY'
-import json, sys
-arm, c, mock_pid, proxy_pid, line = sys.argv[1:6]
-r = json.loads(line)
-cpu = r["cpu_us_per_request"]
-proxy = f'{cpu[proxy_pid]:.1f}' if proxy_pid and proxy_pid in cpu else "-"
-mock = f'{cpu[mock_pid]:.1f}' if mock_pid in cpu else "-"
-err = f'  ({r["errors"]} errors)' if r["errors"] else ""
-print(f'{arm:<8} {c:>4} {r["requests_per_second"]:>10.0f} {r["p50_us"]:>9} {r["p99_us"]:>9} {proxy:>15} {mock:>14}{err}')
+# sse_probe URL -> JSON: median time to first byte of the small SSE answer (one keep-alive connection)
+# and the median bytes/s of three large ones.
+sse_probe() {
+  local url=$1
+  python3 - "$url" "$(stat -c %s "$WORK/sse/large.txt")" <<'PY'
+import http.client, json, statistics, sys, time
+from urllib.parse import urlsplit
+u = urlsplit(sys.argv[1])
+body = b'{"model":"mock","stream":true,"prompt":"hello"}'
+def request(conn, size):
+    conn.request("POST", "/v1/completions", body, {"Content-Type": "application/json",
+                 "X-Bench-Sse": size, "X-Session-ID": "sse-probe"})
+conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+ttfb = []
+for i in range(220):
+    start = time.perf_counter()
+    request(conn, "small")
+    response = conn.getresponse()
+    if response.status != 200:
+        sys.exit(f"SSE probe: HTTP {response.status} from {sys.argv[1]}")
+    response.read(1)
+    first = time.perf_counter() - start
+    response.read()
+    if i >= 20:  # the first ones open the proxy's backend connections
+        ttfb.append(first)
+rates = []
+for _ in range(3):
+    start = time.perf_counter()
+    request(conn, "large")
+    response = conn.getresponse()
+    total = 0
+    while True:
+        chunk = response.read(1 << 20)
+        if not chunk:
+            break
+        total += len(chunk)
+    if total != int(sys.argv[2]):
+        sys.exit(f"SSE probe: {total} bytes, expected {sys.argv[2]}, from {sys.argv[1]}")
+    rates.append(total / (time.perf_counter() - start))
+print(json.dumps({"ttfb_us": round(statistics.median(ttfb) * 1e6), "sse_bytes_per_s": round(statistics.median(rates))}))
 PY
+}
+
+# --- run -------------------------------------------------------------------------------------------
+case "$BACKEND" in
+  nginx) start_nginx_backends ;;
+  mock) start_mock_backends ;;
+  *) log "unknown BACKEND $BACKEND"; exit 1 ;;
+esac
+log "backends ($BACKEND) ready on ${BACKEND_PORTS[*]}"
+
+mkdir -p "$OUT_DIR"
+STAMP=$(date +%Y%m%d-%H%M%S)
+RESULTS="$OUT_DIR/load_compare-$STAMP.jsonl"
+log "results -> $RESULTS"
+
+DIRECT_SSE=""
+if [[ "$BACKEND" == nginx ]]; then
+  DIRECT_SSE=$(sse_probe "http://127.0.0.1:${BACKEND_PORTS[0]}" || echo null)
+  log "SSE, direct: $DIRECT_SSE"
+fi
+
+for run in $(seq 1 "$RUNS"); do
+  for arm in $ARMS; do
+    PROXY_PID= START_S=null IDLE_RSS_KIB=null
+    started_ok=1
+    case "$arm" in
+      direct) ARM_URL="http://127.0.0.1:${BACKEND_PORTS[0]}" ;;
+      haproxy) start_haproxy || started_ok=0 ;;
+      nginx-hash) start_nginx_hash || started_ok=0 ;;
+      rust) start_rust || started_ok=0 ;;
+      router) start_our_router "$ROOT" || started_ok=0 ;;
+      router-base) start_our_router "$BASE_TREE" || started_ok=0 ;;
+      router-before)
+        if [[ -z "$BEFORE_TREE" ]]; then log "router-before needs BEFORE_TREE"; continue; fi
+        start_our_router "$BEFORE_TREE" || started_ok=0 ;;
+      *) log "unknown arm $arm"; continue ;;
+    esac
+    if (( ! started_ok )); then stop_proxy; continue; fi
+    [[ -n "$PROXY_PID" ]] && ARM_URL="http://127.0.0.1:$PROXY_PORT"
+    warmup=$LEVEL_WARMUP_S
+    [[ "$arm" == router* ]] && warmup=$ARM_WARMUP_S
+    log "run $run, $arm: started in ${START_S}s; warm-up ${warmup}s at c=16"
+    wrk_run "$ARM_URL/v1/completions" 16 "$warmup" > /dev/null
+    for c in $CONCURRENCIES; do
+      wrk_run "$ARM_URL/v1/completions" "$c" "$LEVEL_WARMUP_S" > /dev/null
+      before=$([[ -n "$PROXY_PID" ]] && tree_stats "$PROXY_PID" || echo "0 0")
+      line=$(wrk_run "$ARM_URL/v1/completions" "$c" "$DURATION_S")
+      after=$([[ -n "$PROXY_PID" ]] && tree_stats "$PROXY_PID" || echo "0 0")
+      if [[ "$line" != "{"* ]]; then
+        log "$arm c=$c: no result from wrk"
+        continue
+      fi
+      proxy_json=null
+      if [[ -n "$PROXY_PID" ]]; then
+        proxy_json="{\"cpu_ticks\":$(( ${after% *} - ${before% *} )),\"rss_kib\":${after#* },\"idle_rss_kib\":$IDLE_RSS_KIB,\"start_s\":$START_S}"
+      fi
+      echo "{\"run\":$run,\"arm\":\"$arm\",\"concurrency\":$c,\"clk_tck\":$(getconf CLK_TCK),\"wrk\":$line,\"proxy\":$proxy_json}" >> "$RESULTS"
+      log "$arm c=$c: $line ${after}"
+    done
+    if [[ "$BACKEND" == nginx && "$arm" != direct ]]; then
+      sse=$(sse_probe "$ARM_URL" || echo null)
+      echo "{\"run\":$run,\"arm\":\"$arm\",\"sse\":$sse,\"direct_sse\":${DIRECT_SSE:-null}}" >> "$RESULTS"
+      log "SSE, $arm: $sse"
+    fi
+    stop_proxy
   done
-  stop_proxy
 done
+
+"$ROUTER_PYTHON" "$ROOT/examples/bench/load_compare_report.py" "$RESULTS" | tee "${RESULTS%.jsonl}.txt"

@@ -68,6 +68,15 @@ def test_same_location_same_slot_new_version_on_change(jar):
     assert len({first, rebuilt, other_options}) == 3
 
 
+def test_new_version_when_the_options_for_this_java_change(jar, monkeypatch):
+    # The JVM refuses a cache made with other object headers, so a release that adds such an option
+    # must not reuse the cache of the one before, even for the same jar file.
+    before = class_cache.cache_path(JAVA25, jar, OPTIONS)
+    monkeypatch.setattr(engine_command, "VERSIONED_OPTIONS",
+                        engine_command.VERSIONED_OPTIONS + [(25, "-XX:+UseLargePages")])
+    assert class_cache.cache_path(JAVA25, jar, OPTIONS) != before
+
+
 def test_existing_cache_is_used_without_builder(jar, builders):
     path = class_cache.cache_path(JAVA25, jar, OPTIONS)
     path.parent.mkdir(parents=True)

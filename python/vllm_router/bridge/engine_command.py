@@ -61,23 +61,40 @@ def engine_class_path() -> str:
 
 
 def jvm_options() -> List[str]:
-    """JVM flags chosen for start-up time and a small footprint, plus $VLLM_ROUTER_JVM_OPTS."""
-    return [
-        # The router keeps little heap; the serial collector starts fastest and needs no threads.
-        "-XX:+UseSerialGC",
-        # Netty loads its native transport through System.loadLibrary; allow it without the
-        # JVM's four-line warning on every start.
-        "--enable-native-access=ALL-UNNAMED",
-        *shlex.split(os.environ.get(JVM_OPTS_ENV, "")),
-    ]
+    """The engine's JVM options (engine-jvm.options, next to this module, which the launcher reads
+    too), then $VLLM_ROUTER_JVM_OPTS."""
+    return [*engine_options(), *shlex.split(os.environ.get(JVM_OPTS_ENV, ""))]
+
+
+def engine_options() -> List[str]:
+    """The options in engine-jvm.options: one a line, `#` comment lines skipped."""
+    lines = (line.strip() for line in ENGINE_OPTIONS_FILE.read_text(encoding="utf-8").splitlines())
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+ENGINE_OPTIONS_FILE = Path(__file__).with_name("engine-jvm.options")
+# Options that only newer JVMs have, each with the first Java version that has it as a product
+# option; the launcher (bin/vllm-router) adds the same ones.
+VERSIONED_OPTIONS = [
+    # Gives the C heap that glibc keeps after the JIT's bursts (about 12 MiB once the router is
+    # warm) back to the system every 10 s.
+    (22, "-XX:TrimNativeHeapInterval=10000"),
+    # 8-byte object headers (JEP 519): 10% fewer bytes allocated per proxied request.
+    (25, "-XX:+UseCompactObjectHeaders"),
+]
+
+
+def versioned_options(java: JavaRuntime) -> List[str]:
+    return [option for since, option in VERSIONED_OPTIONS if java.major_version >= since]
 
 
 def engine_command(java: JavaRuntime, class_path: Union[Path, str], arguments: Sequence[str],
                    extra_jvm_options: Sequence[str] = (),
                    main_class: str = ENGINE_MAIN_CLASS) -> List[str]:
     """The command line that runs `main_class <arguments>` from the engine jar (or class path)."""
-    return [java.executable, *jvm_options(), *extra_jvm_options, "-cp", str(class_path), main_class,
-            *arguments]
+    # Before jvm_options(), whose $VLLM_ROUTER_JVM_OPTS come last and so win.
+    return [java.executable, *versioned_options(java), *jvm_options(), *extra_jvm_options, "-cp",
+            str(class_path), main_class, *arguments]
 
 
 def startup_cache_enabled() -> bool:

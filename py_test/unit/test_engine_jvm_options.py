@@ -1,0 +1,74 @@
+"""The engine's JVM options, as the JVM the bridge finds reads them: our sizing is in force, and a
+flag in $VLLM_ROUTER_JVM_OPTS overrides ours."""
+
+import re
+import subprocess
+
+import pytest
+
+from vllm_router.bridge import engine_command
+from vllm_router.bridge.java_runtime import JavaRuntime, find_java
+
+
+def final_flags(monkeypatch, user_options):
+    """The JVM's final values of the flags the engine's command line sets."""
+    if user_options is None:
+        monkeypatch.delenv("VLLM_ROUTER_JVM_OPTS", raising=False)
+    else:
+        monkeypatch.setenv("VLLM_ROUTER_JVM_OPTS", user_options)
+    java = find_java()
+    # The engine's own command line, up to its class path, then a flag dump instead of the engine.
+    command = engine_command.engine_command(java, engine_command.ENGINE_OPTIONS_FILE, [])
+    options = command[:command.index("-cp")]
+    dump = subprocess.run([*options, "-XX:+PrintFlagsFinal", "-version"], capture_output=True,
+                          text=True, timeout=60, check=True).stdout
+    flags = {}
+    for line in dump.splitlines():
+        match = re.match(r"\s*\S+\s+(\w+)\s+:?=\s+(\S+)", line)
+        if match:
+            flags[match.group(1)] = match.group(2)
+    return java, flags
+
+
+def test_the_engine_runs_with_our_heap_sizing(monkeypatch):
+    java, flags = final_flags(monkeypatch, None)
+    assert flags["UseSerialGC"] == "true"
+    assert int(flags["MaxNewSize"]) == 12 << 20
+    assert int(flags["MaxMetaspaceSize"]) == 128 << 20
+    if java.major_version >= 22:
+        assert flags["TrimNativeHeapInterval"] == "10000"
+    if java.major_version >= 25:
+        assert flags["UseCompactObjectHeaders"] == "true"
+
+
+def test_user_jvm_opts_override_ours(monkeypatch):
+    java, flags = final_flags(monkeypatch, "-Xmn48m -Xms128m -XX:-UseSerialGC -XX:+UseParallelGC"
+                                           " -XX:MaxMetaspaceSize=256m"
+                                           " -XX:TrimNativeHeapInterval=0 -XX:-UseCompactObjectHeaders")
+    assert flags["UseParallelGC"] == "true"
+    assert flags["UseSerialGC"] == "false"
+    assert int(flags["InitialHeapSize"]) == 128 << 20
+    assert int(flags["MaxNewSize"]) == 48 << 20
+    assert int(flags["MaxMetaspaceSize"]) == 256 << 20
+    if java.major_version >= 22:
+        assert flags["TrimNativeHeapInterval"] == "0"
+    if java.major_version >= 25:
+        assert flags["UseCompactObjectHeaders"] == "false"
+
+
+def test_a_larger_young_generation_of_the_users_is_taken_as_given(monkeypatch):
+    # Were it above the initial heap, the JVM would shrink it, and then refuse the class cache and
+    # not start at all.
+    _, flags = final_flags(monkeypatch, "-Xmn64m")
+    assert int(flags["NewSize"]) == 64 << 20
+    assert int(flags["MaxNewSize"]) == 64 << 20
+
+
+@pytest.mark.parametrize("major, expected", [
+    (21, []),
+    (22, ["-XX:TrimNativeHeapInterval=10000"]),
+    (25, ["-XX:TrimNativeHeapInterval=10000", "-XX:+UseCompactObjectHeaders"]),
+])
+def test_versioned_options_only_where_the_jvm_has_them(major, expected):
+    java = find_java()
+    assert engine_command.versioned_options(JavaRuntime(java.executable, major, java.source)) == expected
