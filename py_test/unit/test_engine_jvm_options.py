@@ -72,3 +72,26 @@ def test_a_larger_young_generation_of_the_users_is_taken_as_given(monkeypatch):
 def test_versioned_options_only_where_the_jvm_has_them(major, expected):
     java = find_java()
     assert engine_command.versioned_options(JavaRuntime(java.executable, major, java.source)) == expected
+
+
+def leak_detection_level(monkeypatch, user_options):
+    """The Netty leak-detection level the engine's JVM starts with."""
+    if user_options is None:
+        monkeypatch.delenv("VLLM_ROUTER_JVM_OPTS", raising=False)
+    else:
+        monkeypatch.setenv("VLLM_ROUTER_JVM_OPTS", user_options)
+    java = find_java()
+    command = engine_command.engine_command(java, engine_command.ENGINE_OPTIONS_FILE, [])
+    options = command[:command.index("-cp")]
+    shown = subprocess.run([*options, "-XshowSettings:properties", "-version"], capture_output=True,
+                           text=True, timeout=60, check=True).stderr
+    match = re.search(r"io\.netty\.leakDetection\.level = (\S+)", shown)
+    return match.group(1) if match else None
+
+
+def test_the_engine_runs_without_the_leak_detectors_sampling(monkeypatch):
+    assert leak_detection_level(monkeypatch, None) == "disabled"
+
+
+def test_a_user_turns_the_leak_detector_back_on(monkeypatch):
+    assert leak_detection_level(monkeypatch, "-Dio.netty.leakDetection.level=simple") == "simple"
