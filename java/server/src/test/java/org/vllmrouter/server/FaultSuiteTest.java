@@ -200,6 +200,57 @@ class FaultSuiteTest {
         }
     }
 
+    /**
+     * The read deadline runs per request, not per connection: a keep-alive connection may sit idle between requests
+     * for longer than the deadline, and a later request that trickles gets its own full deadline, counted from its
+     * own first byte, before it is cut off.
+     */
+    @Test
+    void theReadDeadlineCountsFromEachRequestsFirstByteOnAKeepAliveConnection() throws Exception {
+        long timeoutMs = 2000;
+        try (MockWorkers mock = MockWorkers.start(MockConfig.builder().count(1).build())) {
+            try (RouterServer router = Fixture.startWithClientReadTimeout(Fixture.base(mock.urls()),
+                    Duration.ofMillis(timeoutMs))) {
+                try (Socket socket = new Socket("127.0.0.1", router.port())) {
+                    socket.setSoTimeout(30_000);
+                    OutputStream out = socket.getOutputStream();
+                    InputStream in = socket.getInputStream();
+                    String request = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                            + "Content-Length: " + PROMPT.length() + "\r\n\r\n" + PROMPT;
+                    out.write(request.getBytes(StandardCharsets.US_ASCII));
+                    assertTrue(readResponse(in).startsWith("HTTP/1.1 200 "));
+                    sleep(timeoutMs + 500);
+                    out.write(request.getBytes(StandardCharsets.US_ASCII));
+                    assertTrue(readResponse(in).startsWith("HTTP/1.1 200 "), "served after an idle spell");
+
+                    // The connection's timer was armed by an earlier request; this one still gets its whole deadline.
+                    sleep(timeoutMs / 2);
+                    long started = System.nanoTime();
+                    String head = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n";
+                    out.write(head.getBytes(StandardCharsets.US_ASCII));
+                    long openMs = -1;
+                    socket.setSoTimeout(50);
+                    while (openMs < 0 && System.nanoTime() - started < TimeUnit.SECONDS.toNanos(30)) {
+                        try {
+                            out.write('{');
+                            out.flush();
+                            if (in.read() < 0) {
+                                openMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
+                            }
+                        } catch (java.net.SocketTimeoutException nothingYet) {
+                            sleep(100);
+                        } catch (SocketException closed) {
+                            openMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
+                        }
+                    }
+                    assertTrue(openMs >= 0, "the trickling request was cut off");
+                    assertTrue(openMs >= timeoutMs - 100, "cut off after " + openMs + " ms, before its own deadline");
+                }
+                verdict(router, 1);
+            }
+        }
+    }
+
     @Test
     void aThousandClientsDisconnectMidStream() throws Exception {
         try (MockWorkers mock = MockWorkers.start(MockConfig.builder().count(4)
@@ -469,6 +520,26 @@ class FaultSuiteTest {
     }
 
     /** Sends the whole body with {@code framing}, then reads what the router answered until it closes. */
+    /** Reads one response with a Content-Length body from a keep-alive connection; returns its head and body. */
+    private static String readResponse(InputStream in) throws IOException {
+        ByteArrayOutputStream head = new ByteArrayOutputStream();
+        while (!head.toString(StandardCharsets.ISO_8859_1).endsWith("\r\n\r\n")) {
+            int b = in.read();
+            if (b < 0) {
+                throw new IOException("connection closed in the response head: " + head);
+            }
+            head.write(b);
+        }
+        String text = head.toString(StandardCharsets.ISO_8859_1);
+        int length = 0;
+        for (String line : text.split("\r\n")) {
+            if (line.regionMatches(true, 0, "content-length:", 0, 15)) {
+                length = Integer.parseInt(line.substring(15).trim());
+            }
+        }
+        return text + new String(in.readNBytes(length), StandardCharsets.ISO_8859_1);
+    }
+
     private static String sendWholeBody(int port, String framing, byte[] body) throws IOException {
         try (Socket socket = new Socket("127.0.0.1", port)) {
             socket.setSoTimeout(30_000);

@@ -20,7 +20,15 @@ public final class ClientReadDeadline extends ChannelInboundHandlerAdapter {
 
     private final long timeoutNanos;
     private ChannelHandlerContext ctx;
-    private ScheduledFuture<?> deadline;
+    /** When the request being read began; meaningful only while {@link #reading}. */
+    private long readStartNanos;
+    private boolean reading;
+    /**
+     * One timer per connection, not one per request: a keep-alive client sends request after request, and a timer
+     * scheduled and cancelled for each would cost the event loop a queue insert and removal every time. When it
+     * fires it checks the request being read now, as Netty's IdleStateHandler does, and re-arms only for that one.
+     */
+    private ScheduledFuture<?> timer;
 
     public ClientReadDeadline(Duration timeout) {
         this.timeoutNanos = timeout.toNanos();
@@ -33,28 +41,41 @@ public final class ClientReadDeadline extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
-        if (deadline == null && msg instanceof ByteBuf bytes && bytes.isReadable()) {
-            deadline = ctx.executor().schedule(this::expired, timeoutNanos, TimeUnit.NANOSECONDS);
+        if (!reading && msg instanceof ByteBuf bytes && bytes.isReadable()) {
+            reading = true;
+            readStartNanos = System.nanoTime();
+            if (timer == null) {
+                timer = ctx.executor().schedule(this::check, timeoutNanos, TimeUnit.NANOSECONDS);
+            }
         }
         ctx.fireChannelRead(msg);
     }
 
     /** The frontend has the whole request: the client is on time. */
     public void requestRead() {
-        if (deadline != null) {
-            deadline.cancel(false);
-            deadline = null;
-        }
+        reading = false;
     }
 
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
-        requestRead();
+        reading = false;
+        if (timer != null) {
+            timer.cancel(false);
+            timer = null;
+        }
         ctx.fireChannelInactive();
     }
 
-    private void expired() {
-        deadline = null;
-        ctx.close();
+    private void check() {
+        timer = null;
+        if (!reading) {
+            return;
+        }
+        long left = readStartNanos + timeoutNanos - System.nanoTime();
+        if (left <= 0) {
+            ctx.close();
+        } else {
+            timer = ctx.executor().schedule(this::check, left, TimeUnit.NANOSECONDS);
+        }
     }
 }
