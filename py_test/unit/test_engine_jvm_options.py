@@ -67,7 +67,9 @@ def test_a_larger_young_generation_of_the_users_is_taken_as_given(monkeypatch):
 @pytest.mark.parametrize("major, expected", [
     (21, []),
     (22, ["-XX:TrimNativeHeapInterval=10000"]),
-    (25, ["-XX:TrimNativeHeapInterval=10000", "-XX:+UseCompactObjectHeaders"]),
+    (23, ["--sun-misc-unsafe-memory-access=allow", "-XX:TrimNativeHeapInterval=10000"]),
+    (25, ["--sun-misc-unsafe-memory-access=allow", "-XX:TrimNativeHeapInterval=10000",
+          "-XX:+UseCompactObjectHeaders"]),
 ])
 def test_versioned_options_only_where_the_jvm_has_them(major, expected):
     java = find_java()

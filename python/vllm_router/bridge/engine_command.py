@@ -76,6 +76,10 @@ ENGINE_OPTIONS_FILE = Path(__file__).with_name("engine-jvm.options")
 # Options that only newer JVMs have, each with the first Java version that has it as a product
 # option; the launcher (bin/vllm-router) adds the same ones.
 VERSIONED_OPTIONS = [
+    # From Java 25 Netty stops using sun.misc.Unsafe unless this is given, and then reaches its
+    # buffers through ByteBuffer accessors that check the memory's lifetime on every access;
+    # msgpack (kv_aware's event decoding) prints a warning on 24+ without it.
+    (23, "--sun-misc-unsafe-memory-access=allow"),
     # Gives the C heap that glibc keeps after the JIT's bursts (about 12 MiB once the router is
     # warm) back to the system every 10 s.
     (22, "-XX:TrimNativeHeapInterval=10000"),
