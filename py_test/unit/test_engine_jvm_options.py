@@ -10,16 +10,21 @@ from vllm_router.bridge import engine_command
 from vllm_router.bridge.java_runtime import JavaRuntime, find_java
 
 
-def final_flags(monkeypatch, user_options):
-    """The JVM's final values of the flags the engine's command line sets."""
+def engine_jvm(monkeypatch, user_options):
+    """The Java runtime the bridge finds and the engine's own command line up to its class path,
+    with $VLLM_ROUTER_JVM_OPTS set to `user_options` (unset for None)."""
     if user_options is None:
         monkeypatch.delenv("VLLM_ROUTER_JVM_OPTS", raising=False)
     else:
         monkeypatch.setenv("VLLM_ROUTER_JVM_OPTS", user_options)
     java = find_java()
-    # The engine's own command line, up to its class path, then a flag dump instead of the engine.
     command = engine_command.engine_command(java, engine_command.ENGINE_OPTIONS_FILE, [])
-    options = command[:command.index("-cp")]
+    return java, command[:command.index("-cp")]
+
+
+def final_flags(monkeypatch, user_options):
+    """The JVM's final values of the flags the engine's command line sets."""
+    java, options = engine_jvm(monkeypatch, user_options)
     dump = subprocess.run([*options, "-XX:+PrintFlagsFinal", "-version"], capture_output=True,
                           text=True, timeout=60, check=True).stdout
     flags = {}
@@ -78,13 +83,7 @@ def test_versioned_options_only_where_the_jvm_has_them(major, expected):
 
 def leak_detection_level(monkeypatch, user_options):
     """The Netty leak-detection level the engine's JVM starts with."""
-    if user_options is None:
-        monkeypatch.delenv("VLLM_ROUTER_JVM_OPTS", raising=False)
-    else:
-        monkeypatch.setenv("VLLM_ROUTER_JVM_OPTS", user_options)
-    java = find_java()
-    command = engine_command.engine_command(java, engine_command.ENGINE_OPTIONS_FILE, [])
-    options = command[:command.index("-cp")]
+    _, options = engine_jvm(monkeypatch, user_options)
     shown = subprocess.run([*options, "-XshowSettings:properties", "-version"], capture_output=True,
                            text=True, timeout=60, check=True).stderr
     match = re.search(r"io\.netty\.leakDetection\.level = (\S+)", shown)
