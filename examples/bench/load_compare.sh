@@ -28,10 +28,12 @@
 # Environment (defaults in brackets):
 #   ARMS ["direct haproxy nginx-hash rust router"]   CONCURRENCIES ["16 64"]   RUNS [1]
 #   BACKEND [nginx]      nginx | mock
-#   ARM_WARMUP_S [40]    warm-up of a JVM arm (router*) at c=16, not measured. On a busy machine the JIT's
+#   ARM_WARMUP_S [40]    warm-up of a JVM arm (router*), not measured. On a busy machine the JIT's
 #                        compiler threads wait for CPU and 40 s can leave the router partly interpreted
 #                        (seen: 3-8x its steady CPU per request at load 15); 120 s reached steady state there.
 #   LEVEL_WARMUP_S [5]   warm-up run before each measured level (and the whole warm-up of other arms)
+#   WARMUP_CHUNK_S [10]  an arm's warm-up is split into wrk runs of at most this long, cycling through
+#                        CONCURRENCIES, so that connection set-up and close are warm as well
 #   DURATION_S [15]      measured seconds per level
 #   IDLE_WAIT_S [12]     seconds between a healthy /health and the idle RSS sample (a JVM's start-up
 #                        compilations hold C heap for a few seconds; our engine trims it every 10 s)
@@ -61,6 +63,7 @@ RUNS=${RUNS:-1}
 BACKEND=${BACKEND:-nginx}
 ARM_WARMUP_S=${ARM_WARMUP_S:-40}
 LEVEL_WARMUP_S=${LEVEL_WARMUP_S:-5}
+WARMUP_CHUNK_S=${WARMUP_CHUNK_S:-10}
 IDLE_WAIT_S=${IDLE_WAIT_S:-12}
 DURATION_S=${DURATION_S:-15}
 BODY_BYTES=${BODY_BYTES:-2048}
@@ -451,8 +454,18 @@ for run in $(seq 1 "$RUNS"); do
     [[ -n "$PROXY_PID" ]] && ARM_URL="http://127.0.0.1:$PROXY_PORT"
     warmup=$LEVEL_WARMUP_S
     [[ "$arm" == router* ]] && warmup=$ARM_WARMUP_S
-    log "run $run, $arm: started in ${START_S}s; warm-up ${warmup}s at c=16"
-    wrk_run "$ARM_URL/v1/completions" 16 "$warmup" > /dev/null
+    log "run $run, $arm: started in ${START_S}s; warm-up ${warmup}s in runs of up to ${WARMUP_CHUNK_S}s"
+    # Several runs, cycling through the measured concurrencies: each run opens and closes its
+    # connections, and the JIT has to see those paths too. After a single long run they were first
+    # taken in the measured level, whose first seconds then held a burst of deoptimizations and
+    # recompiles (seen with -XX:+LogCompilation: 179 compiles and 63 traps in 10 s, against 18 and
+    # none in the 10 s before; with the warm-up in 10 s runs, a handful).
+    levels=($CONCURRENCIES)
+    for ((chunk = 0; chunk * WARMUP_CHUNK_S < warmup; chunk++)); do
+      left=$((warmup - chunk * WARMUP_CHUNK_S))
+      wrk_run "$ARM_URL/v1/completions" "${levels[chunk % ${#levels[@]}]}" \
+          "$((left < WARMUP_CHUNK_S ? left : WARMUP_CHUNK_S))" > /dev/null
+    done
     for c in $CONCURRENCIES; do
       wrk_run "$ARM_URL/v1/completions" "$c" "$LEVEL_WARMUP_S" > /dev/null
       before=$([[ -n "$PROXY_PID" ]] && tree_stats "$PROXY_PID" || echo "0 0")
