@@ -1,5 +1,6 @@
 package org.vllmrouter.redis;
 
+import io.lettuce.core.AbstractRedisClient;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisChannelHandler;
 import io.lettuce.core.RedisClient;
@@ -9,8 +10,16 @@ import io.lettuce.core.RedisURI;
 import io.lettuce.core.SocketOptions;
 import io.lettuce.core.TimeoutOptions;
 import io.lettuce.core.TrackingArgs;
+import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.push.PushMessage;
+import io.lettuce.core.cluster.ClusterClientOptions;
+import io.lettuce.core.cluster.ClusterTopologyRefreshOptions;
+import io.lettuce.core.cluster.RedisClusterClient;
+import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
+import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
+import io.lettuce.core.cluster.event.ClusterTopologyChangedEvent;
+import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
 import io.lettuce.core.codec.StringCodec;
 import io.lettuce.core.protocol.ProtocolVersion;
 import io.lettuce.core.resource.ClientResources;
@@ -18,7 +27,9 @@ import io.lettuce.core.resource.DefaultClientResources;
 import io.lettuce.core.resource.Delay;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
@@ -50,6 +61,13 @@ import org.vllmrouter.core.session.SessionTable;
  * data the store lost (its epoch changed, e.g. a restart without persistence) gets every binding this router
  * knows back. From the moment that reconciling is done, routing asks the store again and never serves a binding
  * this router made on its own: its session's next turn goes where the store says, on every replica alike.
+ *
+ * <p>On a Redis Cluster the URL names any node. Every key of a pool shares one hash slot, so a pool lives on the
+ * primary that owns its slot; scripts go there on the one connection this router keeps to that primary, which
+ * also carries the primary's invalidations (so a reply is still applied before any later invalidation). A
+ * tracked connection that drops, or a change of the cluster's topology (a failover, a moved slot), is a fault
+ * like any other: degraded, then tracking is set up on the primaries of the new topology and every table is
+ * reconciled.
  */
 public final class RedisSessionStore implements SessionStore {
     private static final Logger LOG = Logger.getLogger(RedisSessionStore.class.getName());
@@ -69,9 +87,14 @@ public final class RedisSessionStore implements SessionStore {
     private final long ttlMillis;
     private final LongSupplier clockMillis;
     private final ClientResources resources;
-    private final RedisClient client;
-    private final StatefulRedisConnection<String, String> connection;
+    private final AbstractRedisClient client;
+    private final StatefulConnection<String, String> connection;
+    /** The same connection as {@link #connection} on a Redis Cluster, else null. */
+    private final StatefulRedisClusterConnection<String, String> cluster;
+    private final RedisClusterAsyncCommands<String, String> commands;
     private final Scripts scripts;
+    /** The connections tracking is on: when one of them drops, invalidations may have been missed. */
+    private final Set<RedisChannelHandler<?, ?>> tracked = ConcurrentHashMap.newKeySet();
     private final ConcurrentHashMap<String, RedisSessionTable> tables = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<String, RedisSessionTable.Pool> poolsByTag = new ConcurrentHashMap<>();
     private final ScheduledExecutorService background;
@@ -86,13 +109,20 @@ public final class RedisSessionStore implements SessionStore {
     private volatile boolean closed;
 
     private RedisSessionStore(String description, Duration ttl, LongSupplier clockMillis, ClientResources resources,
-                              RedisClient client, StatefulRedisConnection<String, String> connection) {
+                              AbstractRedisClient client, StatefulConnection<String, String> connection) {
         this.description = description;
         this.ttlMillis = ttl.toMillis();
         this.clockMillis = clockMillis;
         this.resources = resources;
         this.client = client;
         this.connection = connection;
+        if (connection instanceof StatefulRedisClusterConnection<String, String> c) {
+            this.cluster = c;
+            this.commands = c.async();
+        } else {
+            this.cluster = null;
+            this.commands = ((StatefulRedisConnection<String, String>) connection).async();
+        }
         this.scripts = new Scripts(connection);
         this.background = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "vllm-router-session-store");
@@ -102,9 +132,9 @@ public final class RedisSessionStore implements SessionStore {
     }
 
     /**
-     * Connects to the store at {@code url} (checked by {@link SessionStoreUrl#problem}) and starts its background
-     * thread. Session times come from {@code clockMillis} (milliseconds; every replica's clock must agree to well
-     * within the TTL).
+     * Connects to the store at {@code url} (checked by {@link SessionStoreUrl#problem}), a standalone Redis or any
+     * node of a Redis Cluster, and starts its background thread. Session times come from {@code clockMillis}
+     * (milliseconds; every replica's clock must agree to well within the TTL).
      */
     static RedisSessionStore open(String url, Duration ttl, LongSupplier clockMillis) throws SessionStoreException {
         String shown = UrlRedaction.redact(url);
@@ -120,67 +150,114 @@ public final class RedisSessionStore implements SessionStore {
                 .computationThreadPoolSize(2)
                 .reconnectDelay(Delay.exponential(Duration.ofMillis(50), SYNC_INTERVAL, 2, TimeUnit.MILLISECONDS))
                 .build();
-        RedisClient client = RedisClient.create(resources, uri);
-        client.setOptions(ClientOptions.builder()
-                .protocolVersion(ProtocolVersion.RESP3)
-                .autoReconnect(true)
-                // While disconnected, fail at once (the router then decides on its own) instead of queueing.
-                .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
-                .timeoutOptions(TimeoutOptions.enabled(COMMAND_TIMEOUT))
-                .socketOptions(SocketOptions.builder().connectTimeout(COMMAND_TIMEOUT).build())
-                .build());
-        StatefulRedisConnection<String, String> connection = null;
+        AbstractRedisClient client = null;
+        StatefulConnection<String, String> connection = null;
         RedisSessionStore store = null;
         try {
-            connection = client.connect();
-            requireVersion(connection.sync().info("server"), shown);
-            refuseClusterNode(connection.sync().info("cluster"), shown);
+            RedisClient standalone = RedisClient.create(resources, uri);
+            client = standalone;
+            ClientOptions.Builder options = ClientOptions.builder();
+            configure(options);
+            standalone.setOptions(options.build());
+            // Database 0 first: a cluster node refuses SELECT, and the message should say why.
+            StatefulRedisConnection<String, String> first =
+                    standalone.connect(RedisURI.builder(uri).withDatabase(0).build());
+            connection = first;
+            requireVersion(first.sync().info("server"), shown);
+            boolean clusterNode = isClusterNode(first.sync().info("cluster"));
+            if (!clusterNode && uri.getDatabase() != 0) {
+                first.sync().select(uri.getDatabase());
+            }
+            if (clusterNode) {
+                first.close();
+                connection = null;
+                standalone.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+                client = null;
+                if (uri.getDatabase() != 0) {
+                    throw new SessionStoreException("Session store " + shown + ": the server is a Redis Cluster node, "
+                            + "and a cluster has only database 0; drop /" + uri.getDatabase() + " from the URL", null);
+                }
+                RedisClusterClient clustered = RedisClusterClient.create(resources, uri);
+                client = clustered;
+                clustered.setOptions(clusterOptions());
+                connection = clustered.connect();
+            }
             store = new RedisSessionStore(shown, ttl, clockMillis, resources, client, connection);
             store.start();
-            LOG.info("Session store " + shown + ": connected; sessions are shared with every router using it");
+            LOG.info("Session store " + shown + ": connected" + (store.cluster == null ? "" : " to a Redis Cluster")
+                    + "; sessions are shared with every router using it");
             return store;
-        } catch (RedisException | SessionStoreException e) {
+        } catch (RedisException | SessionStoreException | StoreUnavailableException e) {
             if (connection != null) {
                 connection.close();
             }
             if (store != null) {
                 store.background.shutdownNow();
             }
-            client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+            if (client != null) {
+                client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+            }
             resources.shutdown(0, 2, TimeUnit.SECONDS);
             throw e instanceof SessionStoreException s ? s
                     : new SessionStoreException("Session store " + shown + ": " + oneLine(e), e);
         }
     }
 
-    private void start() {
-        connection.addListener(this::onPush);
-        connection.sync().clientTracking(TRACKING);
+    /**
+     * The standalone options, plus a topology refresh when the cluster says so (a MOVED or ASK redirect, a node
+     * that keeps failing to reconnect): the refresh that follows a failover or a moved slot is what
+     * {@link #start} turns into a reconcile.
+     */
+    private static ClusterClientOptions clusterOptions() {
+        ClusterClientOptions.Builder options = ClusterClientOptions.builder()
+                .topologyRefreshOptions(ClusterTopologyRefreshOptions.builder()
+                        .enableAllAdaptiveRefreshTriggers()
+                        .adaptiveRefreshTriggersTimeout(SYNC_INTERVAL)
+                        .build());
+        configure(options);
+        return options.build();
+    }
+
+    /** RESP3 (for invalidations), reconnecting, bounded waits. */
+    private static void configure(ClientOptions.Builder options) {
+        options.protocolVersion(ProtocolVersion.RESP3)
+                .autoReconnect(true)
+                // While disconnected, fail at once (the router then decides on its own) instead of queueing.
+                .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
+                .timeoutOptions(TimeoutOptions.enabled(COMMAND_TIMEOUT))
+                .socketOptions(SocketOptions.builder().connectTimeout(COMMAND_TIMEOUT).build());
+    }
+
+    private void start() throws StoreUnavailableException {
+        if (cluster != null) {
+            cluster.addListener((node, message) -> onPush(message));
+            resources.eventBus().get()
+                    .filter(ClusterTopologyChangedEvent.class::isInstance)
+                    .subscribe(changed -> markDegraded("the cluster's topology changed"));
+        } else {
+            ((StatefulRedisConnection<String, String>) connection).addListener(this::onPush);
+        }
+        // Only a tracked connection matters: the cluster client also opens short-lived ones to read the topology.
         client.addListener(new RedisConnectionStateListener() {
             @Override
             public void onRedisDisconnected(RedisChannelHandler<?, ?> channel) {
-                if (!closed) {
+                if (!closed && tracked.contains(channel)) {
                     markDegraded("connection lost");
                 }
             }
         });
+        trackInvalidations();
         long interval = SYNC_INTERVAL.toMillis();
         background.scheduleWithFixedDelay(this::sync, interval, interval, TimeUnit.MILLISECONDS);
     }
 
-    /**
-     * A cluster node answers MOVED for every pool whose slot another node owns, so the store would sit degraded; the
-     * keys are laid out for a cluster (one slot per pool) but the client, and its tracking connection, speak to one
-     * server.
-     */
-    private static void refuseClusterNode(String info, String shown) throws SessionStoreException {
+    private static boolean isClusterNode(String info) {
         for (String line : info.split("\r?\n")) {
             if (line.trim().equals("cluster_enabled:1")) {
-                throw new SessionStoreException("Session store " + shown + ": the server is a Redis Cluster node, "
-                        + "and this router's store speaks to one Redis server; give a standalone Redis (or a "
-                        + "Sentinel-managed primary)", null);
+                return true;
             }
         }
+        return false;
     }
 
     private static void requireVersion(String info, String shown) throws SessionStoreException {
@@ -243,6 +320,7 @@ public final class RedisSessionStore implements SessionStore {
             sync();
         }
         closed = true;
+        tracked.clear();
         connection.close();
         client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
         resources.shutdown(0, 2, TimeUnit.SECONDS);
@@ -261,8 +339,9 @@ public final class RedisSessionStore implements SessionStore {
         return scripts;
     }
 
-    StatefulRedisConnection<String, String> connection() {
-        return connection;
+    /** Commands on single keys; on a Redis Cluster each goes to the primary that owns its key. */
+    RedisClusterAsyncCommands<String, String> commands() {
+        return commands;
     }
 
     /** A fresh pool epoch: set by the first script that finds a pool without one (after its data was lost). */
@@ -355,7 +434,7 @@ public final class RedisSessionStore implements SessionStore {
             Keys.BindingKey binding = Keys.parseBinding(String.valueOf(key));
             RedisSessionTable.Pool pool = binding == null ? null : poolsByTag.get(binding.tag());
             if (pool != null) {
-                pool.invalidated(binding.sessionId(), () -> connection.async().get(String.valueOf(key)));
+                pool.invalidated(binding.sessionId(), () -> commands.get(String.valueOf(key)));
             }
         }
     }
@@ -371,7 +450,7 @@ public final class RedisSessionStore implements SessionStore {
         try {
             boolean recovering = degraded();
             if (recovering) {
-                await(connection.async().ping(), COMMAND_TIMEOUT);
+                await(commands.ping(), COMMAND_TIMEOUT);
                 trackInvalidations();
                 List<Runnable> forgetUnverified = new ArrayList<>();
                 for (RedisSessionTable table : tables.values()) {
@@ -396,14 +475,36 @@ public final class RedisSessionStore implements SessionStore {
         }
     }
 
-    /** Turns tracking on for a new connection; one that kept its tracking refuses the same prefix again. */
+    /**
+     * Turns tracking on where scripts run: the one connection, or on a cluster the connection to each primary that
+     * carries the commands of its slots (one per host and port, see Lettuce's write connections).
+     */
     private void trackInvalidations() throws StoreUnavailableException {
+        if (cluster == null) {
+            track((StatefulRedisConnection<String, String>) connection);
+            return;
+        }
+        Set<RedisChannelHandler<?, ?>> primaries = new HashSet<>();
+        for (RedisClusterNode node : cluster.getPartitions()) {
+            if (node.is(RedisClusterNode.NodeFlag.UPSTREAM) && !node.hasNoSlots()) {
+                StatefulRedisConnection<String, String> c = await(cluster.getConnectionAsync(
+                        node.getUri().getHost(), node.getUri().getPort()), COMMAND_TIMEOUT);
+                track(c);
+                primaries.add((RedisChannelHandler<?, ?>) c);
+            }
+        }
+        tracked.retainAll(primaries);
+    }
+
+    /** A connection that kept its tracking refuses the same prefix again: that is tracking on, too. */
+    private void track(StatefulRedisConnection<String, String> c) throws StoreUnavailableException {
         try {
-            await(connection.async().clientTracking(TRACKING), COMMAND_TIMEOUT);
+            await(c.async().clientTracking(TRACKING), COMMAND_TIMEOUT);
         } catch (StoreUnavailableException e) {
             if (!e.getMessage().contains("overlaps")) {
                 throw e;
             }
         }
+        tracked.add((RedisChannelHandler<?, ?>) c);
     }
 }

@@ -497,7 +497,7 @@ final class RedisSessionTable implements SessionTable {
             adopt(p, new ArrayList<>(p.journal.values()));
         }
         if (!pools.isEmpty()) {
-            RedisSessionStore.await(store.connection().async().sadd(scopePoolsKey, pools.keySet().toArray(String[]::new)),
+            RedisSessionStore.await(store.commands().sadd(scopePoolsKey, pools.keySet().toArray(String[]::new)),
                     RedisSessionStore.COMMAND_TIMEOUT);
         }
         refreshStats(RedisSessionStore.COMMAND_TIMEOUT);
@@ -528,7 +528,7 @@ final class RedisSessionTable implements SessionTable {
     Runnable reconcile() throws StoreUnavailableException {
         Map<Pool, Future<String>> epochs = new HashMap<>();
         for (Pool p : pools.values()) {
-            epochs.put(p, store.connection().async().hget(p.keys.stats(), "epoch"));
+            epochs.put(p, store.commands().hget(p.keys.stats(), "epoch"));
         }
         long now = store.nowMillis();
         Map<Pool, List<Binding>> intact = new HashMap<>();
@@ -589,7 +589,7 @@ final class RedisSessionTable implements SessionTable {
                 for (int i = 0; i < values.length; i++) {
                     values[i] = ScoredValue.just(chunk.get(i).lastUsedMillis, chunk.get(i).sessionId);
                 }
-                replies.add(store.connection().async().zadd(e.getKey().keys.idle(), ZAddArgs.Builder.xx().gt(), values));
+                replies.add(store.commands().zadd(e.getKey().keys.idle(), ZAddArgs.Builder.xx().gt(), values));
             }
         }
         for (Future<Long> reply : replies) {
@@ -677,7 +677,7 @@ final class RedisSessionTable implements SessionTable {
         }
         store.register(created);
         if (!store.degraded()) {
-            store.connection().async().sadd(scopePoolsKey, name);
+            store.commands().sadd(scopePoolsKey, name);
         }
         return created;
     }
@@ -685,7 +685,7 @@ final class RedisSessionTable implements SessionTable {
     /** The pools of this scope: those any replica registered, and this router's own. */
     private Set<String> poolNames(Duration timeout) throws StoreUnavailableException {
         Set<String> names = new HashSet<>(RedisSessionStore.await(
-                store.connection().async().smembers(scopePoolsKey), timeout));
+                store.commands().smembers(scopePoolsKey), timeout));
         names.addAll(pools.keySet());
         return names;
     }

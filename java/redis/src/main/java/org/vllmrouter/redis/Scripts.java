@@ -1,7 +1,7 @@
 package org.vllmrouter.redis;
 
 import io.lettuce.core.RedisNoScriptException;
-import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.codec.StringCodec;
 import io.lettuce.core.output.CommandOutput;
 import io.lettuce.core.output.NestedMultiOutput;
@@ -13,6 +13,9 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -41,9 +44,13 @@ final class Scripts {
     final Script expire;
     final Script adopt;
     final Script stats;
-    private final StatefulRedisConnection<String, String> connection;
+    private final StatefulConnection<String, String> connection;
 
-    Scripts(StatefulRedisConnection<String, String> connection) {
+    /**
+     * On a Redis Cluster {@code connection} is the cluster's: it sends each script to the primary that owns the
+     * slot of its first key (every key of a call shares one slot), on that primary's tracked connection.
+     */
+    Scripts(StatefulConnection<String, String> connection) {
         this.connection = connection;
         this.route = load("route");
         this.release = load("release");
@@ -55,7 +62,16 @@ final class Scripts {
     /** The script {@code NAME.lua} after {@code prelude.lua}, the key type guard every script shares. */
     private Script load(String name) {
         String source = resource("prelude") + resource(name);
-        return new Script(name, source, connection.sync().digest(source));
+        return new Script(name, source, sha1(source));
+    }
+
+    private static String sha1(String source) {
+        try {
+            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-1")
+                    .digest(source.getBytes(StandardCharsets.UTF_8)));
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-1 is part of every Java runtime", e);
+        }
     }
 
     private static String resource(String name) {

@@ -17,7 +17,7 @@ import java.util.concurrent.TimeUnit;
  * A real {@code redis-server} of this test run on a free loopback port, without persistence (so a restart loses
  * every key, as a crashed cache would). It can be killed, paused and restarted on the same port.
  */
-final class RedisServer implements AutoCloseable {
+final class RedisServer implements TestRedis {
     private final int port;
     private final List<String> extraArgs;
     private final Path dir;
@@ -47,7 +47,8 @@ final class RedisServer implements AutoCloseable {
         return port;
     }
 
-    String url() {
+    @Override
+    public String url() {
         return "redis://127.0.0.1:" + port;
     }
 
@@ -99,11 +100,13 @@ final class RedisServer implements AutoCloseable {
     }
 
     /** SIGSTOP / SIGCONT: connections stay open but nothing is answered, as with a server stuck on a slow disk. */
-    void pause() throws Exception {
+    @Override
+    public void pause() throws Exception {
         signal("STOP");
     }
 
-    void resume() throws Exception {
+    @Override
+    public void resume() throws Exception {
         signal("CONT");
     }
 
@@ -115,13 +118,19 @@ final class RedisServer implements AutoCloseable {
     }
 
     /** Runs one redis-cli command against this server and returns its output. */
-    String cli(String... args) throws Exception {
+    @Override
+    public String cli(String... args) throws Exception {
         List<String> command = new ArrayList<>(List.of("redis-cli", "-h", "127.0.0.1", "-p", Integer.toString(port)));
         command.addAll(List.of(args));
         Process cli = new ProcessBuilder(command).redirectErrorStream(true).start();
         String out = new String(cli.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
         cli.waitFor(30, TimeUnit.SECONDS);
         return out;
+    }
+
+    @Override
+    public void flushAll() throws Exception {
+        cli("FLUSHALL");
     }
 
     @Override

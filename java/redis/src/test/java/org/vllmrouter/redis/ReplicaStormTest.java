@@ -20,7 +20,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.session.SessionTable;
 import org.vllmrouter.core.worker.Worker;
@@ -30,7 +31,7 @@ import org.vllmrouter.core.worker.Worker;
  * random worker subsets (health flips), finish sessions, and at each quiescent point the clock jumps and a random
  * replica sweeps. Every turn of a live session whose worker is a candidate lands on that worker whichever replica
  * routes it; the store's counts always add up, never go negative, and after a full sweep equal the sessions
- * still live.
+ * still live. Each thread's sessions are in a pool of their own; on a cluster the pools live on different primaries.
  */
 class ReplicaStormTest {
     private static final Duration TTL = Duration.ofSeconds(30);
@@ -45,13 +46,24 @@ class ReplicaStormTest {
     private final AtomicLong clock = new AtomicLong(1_700_000_000_000L);
     private final List<RedisSessionStore> stores = new ArrayList<>();
     private final List<Worker> workers = new ArrayList<>();
-    private RedisServer redis;
+    private TestRedis redis;
+    private List<String> pools;
 
     @BeforeEach
-    void setUp() throws Exception {
-        redis = RedisServer.start();
+    void setUp() {
         for (int i = 0; i < 4; i++) {
             workers.add(Worker.builder("http://w" + i + ":8000").build());
+        }
+    }
+
+    private void startRedis(String deployment) throws Exception {
+        if (deployment.equals("cluster")) {
+            RedisCluster cluster = RedisCluster.start(3);
+            redis = cluster;
+            pools = cluster.poolsOnEveryNode("default");
+        } else {
+            redis = RedisServer.start();
+            pools = List.of("m0", "m1", "m2");
         }
         for (int i = 0; i < 3; i++) {
             stores.add(RedisSessionStore.open(redis.url(), TTL, clock::get));
@@ -61,11 +73,15 @@ class ReplicaStormTest {
     @AfterEach
     void tearDown() throws Exception {
         stores.forEach(RedisSessionStore::close);
-        redis.close();
+        if (redis != null) {
+            redis.close();
+        }
     }
 
-    @Test
-    void stickinessAndConservationHoldAcrossReplicas() throws Exception {
+    @ParameterizedTest(name = "on {0}")
+    @ValueSource(strings = {"one server", "cluster"})
+    void stickinessAndConservationHoldAcrossReplicas(String deployment) throws Exception {
+        startRedis(deployment);
         List<SessionTable> replicas = stores.stream().map(s -> s.table("default")).toList();
         Map<String, Bound> model = new ConcurrentHashMap<>();
         CyclicBarrier quiescent = new CyclicBarrier(THREADS + 1);
@@ -74,12 +90,13 @@ class ReplicaStormTest {
             List<Future<?>> done = new ArrayList<>();
             for (int t = 0; t < THREADS; t++) {
                 int thread = t;
+                String sessionPool = pools.get(t % pools.size());
                 SplittableRandom random = new SplittableRandom(0x5707L + t);
                 done.add(pool.submit(() -> {
                     try {
                         for (int round = 0; round < ROUNDS; round++) {
                             for (int i = 0; i < OPS_PER_ROUND; i++) {
-                                step(random, replicas, model, "t" + thread + "-s" + random.nextInt(SESSIONS_PER_THREAD));
+                                step(random, replicas, model, sessionPool, "t" + thread + "-s" + random.nextInt(SESSIONS_PER_THREAD));
                             }
                             quiescent.await(60, TimeUnit.SECONDS);
                             quiescent.await(60, TimeUnit.SECONDS);
@@ -139,12 +156,13 @@ class ReplicaStormTest {
             }
     }
 
-    private void step(SplittableRandom random, List<SessionTable> replicas, Map<String, Bound> model, String id) {
+    private void step(SplittableRandom random, List<SessionTable> replicas, Map<String, Bound> model, String pool,
+                      String id) {
         SessionTable replica = replicas.get(random.nextInt(replicas.size()));
         if (random.nextInt(100) < 15) {
             replica.release(id);
             model.remove(id);
-            invalidated(replicas, id, null);
+            invalidated(replicas, pool, id, null);
             return;
         }
         List<Worker> candidates = new ArrayList<>();
@@ -158,7 +176,7 @@ class ReplicaStormTest {
         }
         long now = clock.get();
         Bound before = model.get(id);
-        SessionTable.Assignment a = replica.route("m", id, candidates);
+        SessionTable.Assignment a = replica.route(pool, id, candidates);
         assertTrue(candidates.contains(a.worker()), id);
         boolean live = before != null && now - before.lastUse() < TTL.toMillis();
         boolean stillCandidate = before != null && candidates.stream().anyMatch(w -> w.url().equals(before.url()));
@@ -170,7 +188,7 @@ class ReplicaStormTest {
         }
         model.put(id, new Bound(a.worker().url(), now));
         if (a.outcome() != SessionTable.Outcome.EXISTING) {
-            invalidated(replicas, id, a.worker().url());
+            invalidated(replicas, pool, id, a.worker().url());
         }
     }
 
@@ -178,10 +196,10 @@ class ReplicaStormTest {
      * The next turn of a session comes after its invalidation reached the other replicas (one hop from the store;
      * a turn of an LLM session takes far longer), so no replica may still hold another binding of it.
      */
-    private static void invalidated(List<SessionTable> replicas, String id, String url) {
+    private static void invalidated(List<SessionTable> replicas, String pool, String id, String url) {
         try {
-            RedisSessionTableTest.eventually("every replica forgot the old binding of " + id, () -> replicas.stream()
-                    .map(r -> ((RedisSessionTable) r).cachedWorker("m", id))
+            SessionTableOnRedisTests.eventually("every replica forgot the old binding of " + id, () -> replicas.stream()
+                    .map(r -> ((RedisSessionTable) r).cachedWorker(pool, id))
                     .allMatch(cached -> cached == null || cached.equals(url)));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();

@@ -3,7 +3,7 @@ package org.vllmrouter.redis;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.vllmrouter.redis.RedisSessionTableTest.eventually;
+import static org.vllmrouter.redis.SessionTableOnRedisTests.eventually;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
