@@ -1,6 +1,5 @@
 package org.vllmrouter.core.session;
 
-import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import java.io.IOException;
@@ -32,8 +31,6 @@ public final class SessionIdExtractor {
     public static final int MAX_SESSION_ID_BYTES = 1024;
     /** Upstream's sources: {@link #SESSION_HEADERS}, then {@link #SESSION_BODY_FIELDS}. */
     public static final SessionIdExtractor UPSTREAM = new SessionIdExtractor(SESSION_HEADERS, SESSION_BODY_FIELDS);
-
-    private static final JsonFactory FACTORY = new JsonFactory();
 
     private final String[] headers;
     /** The body fields in priority order, as given ({@code parent.child} for a nested one). */
@@ -75,17 +72,42 @@ public final class SessionIdExtractor {
     }
 
     public Extraction extract(HeaderLookup lookup, BodySource body) {
-        String id = null;
-        String header = null;
+        HeaderId header = idHeader(lookup);
+        return choose(header, scan(body, header == null));
+    }
+
+    /**
+     * As {@link #extract}, in the same single pass checking that {@code body} is one well-formed JSON document (an
+     * object when {@code requireObject}, see {@link JsonBodyScan}); a body that is not gets its problem as the
+     * invalid reason, and nothing else is taken from it.
+     */
+    public Extraction extractChecked(HeaderLookup lookup, BodySource body, boolean requireObject) {
+        HeaderId header = idHeader(lookup);
+        boolean wantId = header == null;
+        BodyFields fields = new BodyFields(fieldPaths.length);
+        String problem = JsonBodyScan.check(body, requireObject, (name, value, p) -> collect(name, value, p, wantId, fields));
+        if (problem != null) {
+            return new Extraction(null, null, problem);
+        }
+        return choose(header, fields);
+    }
+
+    private record HeaderId(String name, String value) {
+    }
+
+    /** The first configured header with a non-empty value, or null. */
+    private HeaderId idHeader(HeaderLookup lookup) {
         for (String name : headers) {
             String value = lookup.get(name);
             if (value != null && !value.isEmpty()) {
-                id = value;
-                header = name;
-                break;
+                return new HeaderId(name, value);
             }
         }
-        BodyFields fields = scan(body, id == null);
+        return null;
+    }
+
+    private Extraction choose(HeaderId header, BodyFields fields) {
+        String id = header == null ? null : header.value();
         int best = fields.best();
         if (id == null && best >= 0) {
             id = fields.ids[best];
@@ -93,7 +115,7 @@ public final class SessionIdExtractor {
         if (id != null) {
             String problem = problemWith(id);
             if (problem != null) {
-                String source = header != null ? "header '" + header + "'" : "body field '" + fieldPaths[best] + "'";
+                String source = header != null ? "header '" + header.name() + "'" : "body field '" + fieldPaths[best] + "'";
                 return new Extraction(null, fields.model, "Invalid session id in " + source + ": " + problem);
             }
         }
@@ -136,27 +158,13 @@ public final class SessionIdExtractor {
 
     private BodyFields scan(BodySource body, boolean wantId) {
         BodyFields found = new BodyFields(fieldPaths.length);
-        try (JsonParser p = body.open(FACTORY)) {
+        try (JsonParser p = body.open(JsonBodyScan.FACTORY)) {
             if (p.nextToken() != JsonToken.START_OBJECT) {
                 return found;
             }
             JsonToken token;
             while ((token = p.nextToken()) == JsonToken.FIELD_NAME) {
-                String name = p.currentName();
-                JsonToken value = p.nextToken();
-                if (name.equals("model")) {
-                    found.model = firstString(found.model, p, value);
-                }
-                if (wantId) {
-                    Integer priority = topLevel.get(name);
-                    if (priority != null) {
-                        found.ids[priority] = firstString(found.ids[priority], p, value);
-                    }
-                    Map<String, Integer> children = nested.get(name);
-                    if (children != null && value == JsonToken.START_OBJECT) {
-                        readChildren(p, children, found);
-                    }
-                }
+                collect(p.currentName(), p.nextToken(), p, wantId, found);
                 // No-op for scalars and for an object already read to its end.
                 p.skipChildren();
                 if (found.model != null && (!wantId || found.ids.length == 0 || found.ids[0] != null)) {
@@ -169,6 +177,23 @@ public final class SessionIdExtractor {
             return found;
         } catch (IOException | RuntimeException malformed) {
             return new BodyFields(fieldPaths.length);
+        }
+    }
+
+    /** Takes what field {@code name} (its value starting at {@code value}) gives: the model, and ids when wanted. */
+    private void collect(String name, JsonToken value, JsonParser p, boolean wantId, BodyFields found) throws IOException {
+        if (name.equals("model")) {
+            found.model = firstString(found.model, p, value);
+        }
+        if (wantId) {
+            Integer priority = topLevel.get(name);
+            if (priority != null) {
+                found.ids[priority] = firstString(found.ids[priority], p, value);
+            }
+            Map<String, Integer> children = nested.get(name);
+            if (children != null && value == JsonToken.START_OBJECT) {
+                readChildren(p, children, found);
+            }
         }
     }
 

@@ -127,6 +127,47 @@ class SessionIdExtractionPropertyTest {
         return piece.list().ofMaxSize(40).map(parts -> String.join("", parts));
     }
 
+    /** Well-formed objects whose fields are the ones extraction reads (any order, repeated, mistyped), and fragments. */
+    @Provide
+    Arbitrary<String> bodies() {
+        Arbitrary<String> name = Arbitraries.of("model", "session_id", "user", "user_id", "session_params", "x");
+        Arbitrary<Object> scalar = Arbitraries.oneOf(Arbitraries.strings().ofMaxLength(8), Arbitraries.integers(),
+                Arbitraries.just(""));
+        Arbitrary<Object> value = Arbitraries.oneOf(scalar,
+                Arbitraries.maps(name, scalar).ofMaxSize(3).map(m -> (Object) m));
+        Arbitrary<String> objects = Arbitraries.entries(name, value).list().ofMaxSize(6).map(fields -> {
+            StringBuilder json = new StringBuilder("{");
+            for (Map.Entry<String, Object> field : fields) {
+                try {
+                    json.append(json.length() > 1 ? "," : "").append(JSON.writeValueAsString(field.getKey()))
+                            .append(':').append(JSON.writeValueAsString(field.getValue()));
+                } catch (JsonProcessingException e) {
+                    throw new AssertionError(e);
+                }
+            }
+            return json.append('}').toString();
+        });
+        return Arbitraries.oneOf(objects, jsonish());
+    }
+
+    /**
+     * The single pass that also checks the body answers as a check followed by the early-stopping extraction did: a
+     * body the check refuses gives exactly the check's message and nothing else, any other the same extraction.
+     */
+    @Property
+    void theCheckedPassAgreesWithACheckThenAnExtraction(@ForAll("bodies") String body, @ForAll boolean requireObject,
+                                                        @ForAll boolean idHeader) {
+        HeaderLookup headers = idHeader ? name -> name.equals("x-session-id") ? "from-header" : null : HeaderLookup.NONE;
+        BodySource source = BodySource.of(body);
+        Extraction checked = SessionIdExtractor.UPSTREAM.extractChecked(headers, source, requireObject);
+        String problem = JsonBodyScan.check(source, requireObject, null);
+        if (problem != null) {
+            assertEquals(new Extraction(null, null, problem), checked);
+        } else {
+            assertEquals(SessionIdExtractor.UPSTREAM.extract(headers, source), checked);
+        }
+    }
+
     @Property
     void badFieldPathsAreRejected(@ForAll("fieldNames") String a, @ForAll("fieldNames") String b) {
         for (String bad : List.of("", ".", a + ".", "." + a, a + ".." + b, a + "." + b + "." + a)) {

@@ -16,7 +16,6 @@ import org.vllmrouter.core.session.HeaderLookup;
 import org.vllmrouter.core.session.SessionIdExtractor;
 import org.vllmrouter.server.http.AggregatedBody;
 import org.vllmrouter.server.http.FrontendHandler;
-import org.vllmrouter.server.http.JsonBodyCheck;
 import org.vllmrouter.server.http.Responses;
 
 /**
@@ -46,14 +45,10 @@ final class RoutingInput {
         ByteBuf body = request.content();
         boolean json = jsonRequired || looksLikeJson(headers);
         BodySource source = json ? AggregatedBody.source(body) : BodySource.EMPTY;
-        if (jsonRequired || (json && body.isReadable())) {
-            String problem = JsonBodyCheck.problem(source, jsonRequired);
-            if (problem != null) {
-                reject(front, request, problem);
-                return null;
-            }
-        }
-        Extraction extraction = sessionIds.extract(lookup, body.isReadable() ? source : BodySource.EMPTY);
+        // A body that must be checked is checked in the same pass that finds its routing fields.
+        Extraction extraction = jsonRequired || (json && body.isReadable())
+                ? sessionIds.extractChecked(lookup, source, jsonRequired)
+                : sessionIds.extract(lookup, BodySource.EMPTY);
         if (extraction.invalidReason() != null) {
             reject(front, request, extraction.invalidReason());
             return null;
