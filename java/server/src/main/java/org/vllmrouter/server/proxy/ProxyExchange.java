@@ -5,7 +5,6 @@ import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.EventLoop;
 import io.netty.handler.codec.http.DefaultFullHttpRequest;
-import io.netty.handler.codec.http.DefaultHttpResponse;
 import io.netty.handler.codec.http.EmptyHttpHeaders;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.HttpContent;
@@ -386,11 +385,14 @@ final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Ex
         }
     }
 
-    /** Worker response head minus hop-by-hop headers; re-framed chunked when the worker gave no length. */
+    /**
+     * The worker's response head made the client's: HTTP/1.1, minus hop-by-hop headers, re-framed chunked when the
+     * worker gave no length. It is changed in place rather than copied (a header set fewer per response): the
+     * exchange owns the decoded head, and the decoder took its framing from it before handing it over.
+     */
     private static HttpResponse relayedHead(HttpResponse head) {
-        HttpResponse out = new DefaultHttpResponse(HttpVersion.HTTP_1_1, head.status());
-        HttpHeaders h = out.headers();
-        h.set(head.headers());
+        head.setProtocolVersion(HttpVersion.HTTP_1_1);
+        HttpHeaders h = head.headers();
         for (CharSequence name : Hop.RESPONSE_HOP_HEADERS) {
             h.remove(name);
         }
@@ -399,7 +401,7 @@ final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Ex
         if (!bodiless && !h.contains(HttpHeaderNames.CONTENT_LENGTH)) {
             h.set(HttpHeaderNames.TRANSFER_ENCODING, HttpHeaderValues.CHUNKED);
         }
-        return out;
+        return head;
     }
 
     private static String describe(Throwable cause) {
