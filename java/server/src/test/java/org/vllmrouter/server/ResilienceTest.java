@@ -230,6 +230,75 @@ class ResilienceTest {
         }
     }
 
+    /**
+     * The router, not the worker, ends an idle pooled connection: after 4 s idle (uvicorn, vLLM's server, closes at
+     * 5 s), so a request rarely meets a connection the worker is closing. The worker here is a bare socket server
+     * that keeps every connection open and notes when the router closed the one that carried the completion.
+     */
+    @Test
+    void theRouterClosesAWorkerConnectionIdleForFourSeconds() throws Exception {
+        try (java.net.ServerSocket worker = new java.net.ServerSocket(0, 16, java.net.InetAddress.getLoopbackAddress())) {
+            java.util.concurrent.CompletableFuture<Long> closedAfterNanos = new java.util.concurrent.CompletableFuture<>();
+            Thread acceptor = new Thread(() -> serveKeepingConnections(worker, closedAfterNanos), "idle-test-worker");
+            acceptor.setDaemon(true);
+            acceptor.start();
+            Map<String, Object> cfg = Fixture.base(List.of("http://127.0.0.1:" + worker.getLocalPort()));
+            cfg.put("health_check_interval_secs", 3600);
+            try (RouterServer router = Fixture.start(cfg)) {
+                HttpResponse<String> r = TestHttp.post(router.url() + "/v1/completions", "{\"prompt\":\"x\"}");
+                assertEquals(200, r.statusCode(), r.body());
+                long idleMs = closedAfterNanos.get(30, java.util.concurrent.TimeUnit.SECONDS) / 1_000_000;
+                assertTrue(idleMs >= 4000 && idleMs < 5000, "closed after " + idleMs + " ms idle");
+            }
+        }
+    }
+
+    /** Answers every request on every connection 200 and never closes; completes with how long the completion's
+     * connection sat idle between its answer and the router closing it. */
+    private static void serveKeepingConnections(java.net.ServerSocket server,
+                                                java.util.concurrent.CompletableFuture<Long> closedAfterNanos) {
+        while (!server.isClosed()) {
+            Socket connection;
+            try {
+                connection = server.accept();
+            } catch (java.io.IOException closed) {
+                return;
+            }
+            Thread t = new Thread(() -> {
+                try (Socket c = connection) {
+                    java.io.BufferedReader in = new java.io.BufferedReader(
+                            new java.io.InputStreamReader(c.getInputStream(), StandardCharsets.ISO_8859_1));
+                    OutputStream out = c.getOutputStream();
+                    boolean completion = false;
+                    long answeredAt = 0;
+                    String line;
+                    while ((line = in.readLine()) != null) {
+                        completion |= line.startsWith("POST /v1/completions");
+                        int length = 0;
+                        while (!line.isEmpty()) {
+                            if (line.toLowerCase(java.util.Locale.ROOT).startsWith("content-length:")) {
+                                length = Integer.parseInt(line.substring(15).trim());
+                            }
+                            line = in.readLine();
+                        }
+                        in.skip(length);
+                        out.write("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}"
+                                .getBytes(StandardCharsets.ISO_8859_1));
+                        out.flush();
+                        answeredAt = System.nanoTime();
+                    }
+                    if (completion) {
+                        closedAfterNanos.complete(System.nanoTime() - answeredAt);
+                    }
+                } catch (java.io.IOException | RuntimeException e) {
+                    closedAfterNanos.completeExceptionally(e);
+                }
+            });
+            t.setDaemon(true);
+            t.start();
+        }
+    }
+
     @Test
     void withoutWorkersTheRouterSaysSo() throws Exception {
         try (RouterServer empty = Fixture.start(Fixture.base(List.of()))) {

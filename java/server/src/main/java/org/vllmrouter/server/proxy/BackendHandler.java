@@ -4,7 +4,6 @@ import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.handler.codec.http.HttpObject;
-import io.netty.handler.timeout.IdleStateEvent;
 import io.netty.util.ReferenceCountUtil;
 
 /**
@@ -69,15 +68,6 @@ final class BackendHandler extends ChannelInboundHandlerAdapter {
         ctx.close();
         if (current != null) {
             current.onBackendClosed(cause);
-        }
-    }
-
-    @Override
-    public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
-        if (evt instanceof IdleStateEvent && listener == null) {
-            ctx.close();
-        } else {
-            ReferenceCountUtil.release(evt);
         }
     }
 }

@@ -7,30 +7,34 @@ import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoop;
 import io.netty.handler.codec.http.HttpClientCodec;
-import io.netty.handler.timeout.IdleStateHandler;
 import io.netty.util.AttributeKey;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.Promise;
 import java.util.ArrayDeque;
 import java.util.HashMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 
 /**
  * Keep-alive connections to workers, one pool per (event loop, worker) so a proxied request runs on the thread of
  * its client connection from start to finish. Each connection carries a {@link BackendHandler}. A pool is only
  * ever touched on its own event loop, so it is a plain deque: taking an idle connection costs no promise, no
- * listener and no health-check round, which a general-purpose channel pool spends on every request. A connection to
- * an {@code https} worker joins its pool once its TLS handshake has succeeded ({@link WorkerTls}). See
- * docs/architecture.md, 'Worker sources and transport'.
+ * listener and no health-check round, which a general-purpose channel pool spends on every request. Idle connections
+ * are closed by one sweep per event loop rather than an idle-state handler per connection, which would take the
+ * time on every read and hang a listener on every write of every request. A connection to an {@code https} worker
+ * joins its pool once its TLS handshake has succeeded ({@link WorkerTls}). See docs/architecture.md, 'Worker
+ * sources and transport'.
  */
 final class WorkerPools implements AutoCloseable {
     /**
      * An unused worker connection is closed after this long: just under uvicorn's (vLLM's server) 5 s keep-alive,
      * so the router, not the worker, normally ends idle connections and a request rarely meets one closing.
      */
-    private static final int IDLE_CLOSE_SECS = 4;
-    private static final AttributeKey<ArrayDeque<Channel>> IDLE_OF = AttributeKey.valueOf("vllm-router.worker-pool");
+    static final long IDLE_CLOSE_NANOS = TimeUnit.SECONDS.toNanos(4);
+    /** How often a loop looks for connections idle too long: they close between 4 and 4.5 s of idleness. */
+    private static final long SWEEP_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
+    private static final AttributeKey<ArrayDeque<Idle>> IDLE_OF = AttributeKey.valueOf("vllm-router.worker-pool");
     private static final AttributeKey<Boolean> USED = AttributeKey.valueOf("vllm-router.worker-connection-used");
 
     private final WorkerTls tls;
@@ -48,9 +52,9 @@ final class WorkerPools implements AutoCloseable {
     /** Returns a channel whose exchange ended cleanly (response fully read, keep-alive) to its pool; on its loop. */
     static void release(Channel channel) {
         channel.attr(USED).set(Boolean.TRUE);
-        ArrayDeque<Channel> idle = channel.attr(IDLE_OF).get();
+        ArrayDeque<Idle> idle = channel.attr(IDLE_OF).get();
         if (idle != null && channel.isActive()) {
-            idle.addLast(channel);
+            idle.addLast(new Idle(channel, System.nanoTime()));
         } else {
             channel.close();
         }
@@ -67,11 +71,16 @@ final class WorkerPools implements AutoCloseable {
         byLoop.clear();
     }
 
+    /** A pooled connection and since when it has been idle; a deque holds them oldest first. */
+    private record Idle(Channel channel, long sinceNanos) {
+    }
+
     private static final class PoolsOfLoop {
         private final EventLoop loop;
         private final WorkerTls tls;
         private final Bootstrap bootstrap;
-        private final HashMap<String, ArrayDeque<Channel>> idleByWorker = new HashMap<>();
+        private final HashMap<String, ArrayDeque<Idle>> idleByWorker = new HashMap<>();
+        private ScheduledFuture<?> sweep;
 
         PoolsOfLoop(EventLoop loop, WorkerTls tls) {
             this.loop = loop;
@@ -85,22 +94,22 @@ final class WorkerPools implements AutoCloseable {
                     .handler(new ChannelInitializer<Channel>() {
                         @Override
                         protected void initChannel(Channel ch) {
-                            ch.pipeline().addLast(
-                                    new HttpClientCodec(),
-                                    new IdleStateHandler(0, 0, IDLE_CLOSE_SECS, TimeUnit.SECONDS),
-                                    new BackendHandler());
+                            ch.pipeline().addLast(new HttpClientCodec(), new BackendHandler());
                         }
                     });
         }
 
         Future<Channel> acquire(String baseUrl) {
-            ArrayDeque<Channel> idle = idleByWorker.computeIfAbsent(baseUrl, url -> new ArrayDeque<>());
-            Channel channel;
+            ArrayDeque<Idle> idle = idleByWorker.computeIfAbsent(baseUrl, url -> new ArrayDeque<>());
+            Idle taken;
             // Most recently used first: it is the least likely to have been closed by the worker meanwhile.
-            while ((channel = idle.pollLast()) != null) {
-                if (channel.isActive()) {
-                    return loop.newSucceededFuture(channel);
+            while ((taken = idle.pollLast()) != null) {
+                if (taken.channel().isActive()) {
+                    return loop.newSucceededFuture(taken.channel());
                 }
+            }
+            if (sweep == null) {
+                sweep = loop.scheduleAtFixedRate(this::closeIdleTooLong, SWEEP_NANOS, SWEEP_NANOS, TimeUnit.NANOSECONDS);
             }
             Promise<Channel> connected = loop.newPromise();
             bootstrap.connect(WorkerAddress.of(baseUrl).socketAddress()).addListener((ChannelFutureListener) f -> {
@@ -116,8 +125,6 @@ final class WorkerPools implements AutoCloseable {
                     }
                     Channel fresh = secured.getNow();
                     fresh.attr(IDLE_OF).set(idle);
-                    // A connection closed while idle (by the idle timer or the worker) leaves the deque at once.
-                    fresh.closeFuture().addListener((ChannelFutureListener) closed -> idle.remove(fresh));
                     connected.setSuccess(fresh);
                 });
             });
@@ -133,11 +140,28 @@ final class WorkerPools implements AutoCloseable {
             }
         }
 
-        private void closeIdle() {
-            for (ArrayDeque<Channel> idle : idleByWorker.values()) {
-                for (Channel channel : idle.toArray(Channel[]::new)) {
-                    channel.close();
+        /**
+         * Closes the connections idle for {@link #IDLE_CLOSE_NANOS} (just under uvicorn's keep-alive) and drops the
+         * ones the worker closed meanwhile; each deque is oldest first, so the walk stops at the first young one.
+         */
+        private void closeIdleTooLong() {
+            long now = System.nanoTime();
+            for (ArrayDeque<Idle> idle : idleByWorker.values()) {
+                Idle oldest;
+                while ((oldest = idle.peekFirst()) != null
+                        && (now - oldest.sinceNanos() >= IDLE_CLOSE_NANOS || !oldest.channel().isActive())) {
+                    idle.pollFirst().channel().close();
                 }
+            }
+        }
+
+        private void closeIdle() {
+            if (sweep != null) {
+                sweep.cancel(false);
+                sweep = null;
+            }
+            for (ArrayDeque<Idle> idle : idleByWorker.values()) {
+                idle.forEach(entry -> entry.channel().close());
                 idle.clear();
             }
         }
