@@ -65,9 +65,18 @@ public final class RequestIdHandler extends ChannelDuplexHandler {
                 : uri.contains("/generate") ? "gnt-"
                 : "req-";
         ThreadLocalRandom random = ThreadLocalRandom.current();
-        StringBuilder id = new StringBuilder(prefix.length() + 24).append(prefix);
-        for (int i = 0; i < 24; i++) {
-            id.append(ALPHABET[random.nextInt(ALPHABET.length)]);
+        int end = prefix.length() + 24;
+        StringBuilder id = new StringBuilder(end).append(prefix);
+        // Six random bits a character, ten from each long; the two values past the alphabet are skipped, so every
+        // character stays uniform over the 62.
+        while (id.length() < end) {
+            long bits = random.nextLong();
+            for (int k = 0; k < 10 && id.length() < end; k++, bits >>>= 6) {
+                int v = (int) (bits & 63);
+                if (v < ALPHABET.length) {
+                    id.append(ALPHABET[v]);
+                }
+            }
         }
         return id.toString();
     }
