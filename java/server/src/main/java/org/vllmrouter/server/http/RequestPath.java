@@ -57,13 +57,25 @@ public record RequestPath(String rawPath, String rawQuery, String path, String r
         if (path.contains("//")) {
             throw new InvalidPathException("Invalid request path: empty path segment");
         }
-        for (String segment : path.split("/", -1)) {
-            if (segment.equals(".") || segment.equals("..")) {
-                throw new InvalidPathException("Invalid request path: dot segments are not allowed");
-            }
+        if (hasDotSegment(path)) {
+            throw new InvalidPathException("Invalid request path: dot segments are not allowed");
         }
         String trimmed = path.length() > 1 && path.endsWith("/") ? path.substring(0, path.length() - 1) : path;
         return new RequestPath(rawPath, rawQuery, trimmed, trimmed.toLowerCase(Locale.ROOT), params);
+    }
+
+    /** Whether a segment of {@code path} (which starts with '/') is "." or ".."; found without splitting it. */
+    private static boolean hasDotSegment(String path) {
+        for (int i = path.indexOf("/."); i >= 0; i = path.indexOf("/.", i + 1)) {
+            int end = i + 2;
+            if (end < path.length() && path.charAt(end) == '.') {
+                end++;
+            }
+            if (end == path.length() || path.charAt(end) == '/') {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** The single value of a query parameter; null when absent; differing repeated values are an error. */

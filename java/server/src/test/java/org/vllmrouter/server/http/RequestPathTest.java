@@ -36,6 +36,12 @@ class RequestPathTest {
         });
     }
 
+    @ParameterizedTest
+    @ValueSource(strings = {"/.well-known/x", "/x/..y", "/x./y", "/x/y..", "/...", "/x/.../y", "/v1/a.b"})
+    void dotsInsideASegmentAreNotDotSegments(String uri) throws Exception {
+        assertEquals(uri, RequestPath.parse(uri).path());
+    }
+
     @org.junit.jupiter.api.Test
     void workerUrlsAndQueriesKeepTheirRawForm() throws Exception {
         RequestPath item = RequestPath.parse("/workers/http%3A%2F%2Fh%3A1");
