@@ -19,7 +19,9 @@
 # SSE answer over one keep-alive connection (median, minus the direct one = what the proxy adds) and the
 # bytes per second of a large SSE answer relayed.
 #
-# RUNS > 1 repeats the whole arm list (runs interleave arms, so a slow minute hits every arm alike); the
+# RUNS > 1 repeats the whole arm list (runs interleave arms, so a slow minute hits every arm alike), in
+# reverse order on every second run: an arm that follows another JVM arm measured slower than the same
+# arm run first (seen 4 times in 5), so with an even RUNS each arm takes each place equally often; the
 # report gives the median of the runs and ratios against HAProxy, and draws a PNG (latency percentiles,
 # CPU per request and RSS per arm) next to the text output when matplotlib is importable.
 #
@@ -435,7 +437,9 @@ if [[ "$BACKEND" == nginx ]]; then
 fi
 
 for run in $(seq 1 "$RUNS"); do
-  for arm in $ARMS; do
+  run_arms=$ARMS
+  if (( run % 2 == 0 )); then run_arms=$(printf '%s\n' $ARMS | tac | xargs); fi
+  for arm in $run_arms; do
     PROXY_PID= START_S=null IDLE_RSS_KIB=null
     started_ok=1
     case "$arm" in
