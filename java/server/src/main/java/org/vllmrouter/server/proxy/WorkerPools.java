@@ -31,7 +31,7 @@ final class WorkerPools implements AutoCloseable {
      * An unused worker connection is closed after this long: just under uvicorn's (vLLM's server) 5 s keep-alive,
      * so the router, not the worker, normally ends idle connections and a request rarely meets one closing.
      */
-    static final long IDLE_CLOSE_NANOS = TimeUnit.SECONDS.toNanos(4);
+    private static final long IDLE_CLOSE_NANOS = TimeUnit.SECONDS.toNanos(4);
     /** How often a loop looks for connections idle too long: they close between 4 and 4.5 s of idleness. */
     private static final long SWEEP_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
     private static final AttributeKey<ArrayDeque<Idle>> IDLE_OF = AttributeKey.valueOf("vllm-router.worker-pool");
