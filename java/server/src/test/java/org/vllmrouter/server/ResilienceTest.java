@@ -4,13 +4,21 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
 import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -237,8 +245,8 @@ class ResilienceTest {
      */
     @Test
     void theRouterClosesAWorkerConnectionIdleForFourSeconds() throws Exception {
-        try (java.net.ServerSocket worker = new java.net.ServerSocket(0, 16, java.net.InetAddress.getLoopbackAddress())) {
-            java.util.concurrent.CompletableFuture<Long> closedAfterNanos = new java.util.concurrent.CompletableFuture<>();
+        try (ServerSocket worker = new ServerSocket(0, 16, InetAddress.getLoopbackAddress())) {
+            CompletableFuture<Long> closedAfterNanos = new CompletableFuture<>();
             Thread acceptor = new Thread(() -> serveKeepingConnections(worker, closedAfterNanos), "idle-test-worker");
             acceptor.setDaemon(true);
             acceptor.start();
@@ -247,7 +255,7 @@ class ResilienceTest {
             try (RouterServer router = Fixture.start(cfg)) {
                 HttpResponse<String> r = TestHttp.post(router.url() + "/v1/completions", "{\"prompt\":\"x\"}");
                 assertEquals(200, r.statusCode(), r.body());
-                long idleMs = closedAfterNanos.get(30, java.util.concurrent.TimeUnit.SECONDS) / 1_000_000;
+                long idleMs = closedAfterNanos.get(30, TimeUnit.SECONDS) / 1_000_000;
                 assertTrue(idleMs >= 4000 && idleMs < 5000, "closed after " + idleMs + " ms idle");
             }
         }
@@ -255,19 +263,19 @@ class ResilienceTest {
 
     /** Answers every request on every connection 200 and never closes; completes with how long the completion's
      * connection sat idle between its answer and the router closing it. */
-    private static void serveKeepingConnections(java.net.ServerSocket server,
-                                                java.util.concurrent.CompletableFuture<Long> closedAfterNanos) {
+    private static void serveKeepingConnections(ServerSocket server,
+                                                CompletableFuture<Long> closedAfterNanos) {
         while (!server.isClosed()) {
             Socket connection;
             try {
                 connection = server.accept();
-            } catch (java.io.IOException closed) {
+            } catch (IOException closed) {
                 return;
             }
             Thread t = new Thread(() -> {
                 try (Socket c = connection) {
-                    java.io.BufferedReader in = new java.io.BufferedReader(
-                            new java.io.InputStreamReader(c.getInputStream(), StandardCharsets.ISO_8859_1));
+                    BufferedReader in = new BufferedReader(
+                            new InputStreamReader(c.getInputStream(), StandardCharsets.ISO_8859_1));
                     OutputStream out = c.getOutputStream();
                     boolean completion = false;
                     long answeredAt = 0;
@@ -276,7 +284,7 @@ class ResilienceTest {
                         completion |= line.startsWith("POST /v1/completions");
                         int length = 0;
                         while (!line.isEmpty()) {
-                            if (line.toLowerCase(java.util.Locale.ROOT).startsWith("content-length:")) {
+                            if (line.toLowerCase(Locale.ROOT).startsWith("content-length:")) {
                                 length = Integer.parseInt(line.substring(15).trim());
                             }
                             line = in.readLine();
@@ -290,7 +298,7 @@ class ResilienceTest {
                     if (completion) {
                         closedAfterNanos.complete(System.nanoTime() - answeredAt);
                     }
-                } catch (java.io.IOException | RuntimeException e) {
+                } catch (IOException | RuntimeException e) {
                     closedAfterNanos.completeExceptionally(e);
                 }
             });
