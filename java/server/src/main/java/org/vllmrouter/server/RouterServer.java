@@ -46,6 +46,7 @@ import org.vllmrouter.kv.KvSubscribers;
 import org.vllmrouter.server.http.BodyAggregator;
 import org.vllmrouter.server.http.ClientReadDeadline;
 import org.vllmrouter.server.http.FrontendHandler;
+import org.vllmrouter.server.http.HttpCodecs;
 import org.vllmrouter.server.http.InFlightRequests;
 import org.vllmrouter.server.http.RequestGuard;
 import org.vllmrouter.server.http.RequestIdHandler;
@@ -302,7 +303,7 @@ public final class RouterServer implements AutoCloseable {
                 ClientReadDeadline readDeadline = new ClientReadDeadline(clientReadTimeout);
                 p.addLast(readDeadline);
                 p.addLast(new IdleStateHandler(CLIENT_IDLE_SECS, 0, 0, TimeUnit.SECONDS));
-                p.addLast(new HttpServerCodec(MAX_INITIAL_LINE, MAX_HEADER_SIZE, 8192));
+                p.addLast(HttpCodecs.server(MAX_INITIAL_LINE, MAX_HEADER_SIZE, 8192));
                 p.addLast(new RequestIdHandler(config.requestIdHeaders()));
                 p.addLast(new RequestGuard());
                 p.addLast(new CorsHandler(cors));

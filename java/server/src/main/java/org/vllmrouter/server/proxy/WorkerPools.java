@@ -6,7 +6,6 @@ import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoop;
-import io.netty.handler.codec.http.HttpClientCodec;
 import io.netty.util.AttributeKey;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.Promise;
@@ -15,6 +14,7 @@ import java.util.HashMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import org.vllmrouter.server.http.HttpCodecs;
 
 /**
  * Keep-alive connections to workers, one pool per (event loop, worker) so a proxied request runs on the thread of
@@ -94,7 +94,7 @@ final class WorkerPools implements AutoCloseable {
                     .handler(new ChannelInitializer<Channel>() {
                         @Override
                         protected void initChannel(Channel ch) {
-                            ch.pipeline().addLast(new HttpClientCodec(), new BackendHandler());
+                            ch.pipeline().addLast(HttpCodecs.client(), new BackendHandler());
                         }
                     });
         }
