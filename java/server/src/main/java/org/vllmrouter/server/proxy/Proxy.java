@@ -1,5 +1,7 @@
 package org.vllmrouter.server.proxy;
 
+import io.netty.channel.EventLoop;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import org.vllmrouter.core.worker.WorkerRegistry;
 import org.vllmrouter.server.http.FrontendHandler;
@@ -16,6 +18,7 @@ public final class Proxy implements AutoCloseable {
     final WorkerCalls calls;
     final RouterMetrics metrics;
     final long requestTimeoutNanos;
+    private final ConcurrentHashMap<EventLoop, RequestDeadlines> deadlinesByLoop = new ConcurrentHashMap<>();
 
     /**
      * {@code requestTimeoutSecs} bounds a whole exchange, the relayed answer included, as upstream does; {@code tls}
@@ -33,6 +36,11 @@ public final class Proxy implements AutoCloseable {
     /** Proxies {@code request} for the client of {@code front}; takes ownership of it. Call on the client's loop. */
     public void start(FrontendHandler front, ProxiedRequest request) {
         new ProxyExchange(this, front, request).start();
+    }
+
+    /** The request timeouts of this proxy's exchanges on {@code loop}; use on that loop only. */
+    RequestDeadlines deadlines(EventLoop loop) {
+        return deadlinesByLoop.computeIfAbsent(loop, l -> new RequestDeadlines(l, requestTimeoutNanos));
     }
 
     /** Closes the idle worker connections. */

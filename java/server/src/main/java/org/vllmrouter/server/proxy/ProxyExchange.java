@@ -22,7 +22,6 @@ import io.netty.util.concurrent.Future;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.server.http.FrontendHandler;
@@ -36,7 +35,7 @@ import org.vllmrouter.server.http.Responses;
  * generation). Every worker call goes through {@link WorkerCalls}; the worker's load and the admission token are
  * released exactly once. Everything here runs on one event loop, so plain fields suffice.
  */
-final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Exchange {
+final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandler.Listener, FrontendHandler.Exchange {
     private static final int MAX_STALE_CONNECTIONS = 3;
 
     private final Proxy proxy;
@@ -59,7 +58,7 @@ final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Ex
     /** The current connection served an earlier exchange, so the worker may have closed it while it sat idle. */
     private boolean reusedConnection;
     private int staleConnections;
-    private ScheduledFuture<?> timeout;
+    private RequestDeadlines deadlines;
 
     /** Takes ownership of {@code request}. */
     ProxyExchange(Proxy proxy, FrontendHandler front, ProxiedRequest request) {
@@ -75,7 +74,8 @@ final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Ex
             onClientGone();
             return;
         }
-        timeout = loop.schedule(this::onTimeout, proxy.requestTimeoutNanos, TimeUnit.NANOSECONDS);
+        deadlines = proxy.deadlines(loop);
+        deadlines.add(this);
         attempt();
     }
 
@@ -274,7 +274,8 @@ final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Ex
         }
     }
 
-    private void onTimeout() {
+    @Override
+    void deadlinePassed() {
         if (finished) {
             return;
         }
@@ -373,8 +374,8 @@ final class ProxyExchange implements BackendHandler.Listener, FrontendHandler.Ex
             return;
         }
         finished = true;
-        if (timeout != null) {
-            timeout.cancel(false);
+        if (deadlines != null) {
+            deadlines.remove(this);
         }
         releaseWorker(success);
         releaseAdmission();
