@@ -5,10 +5,14 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.handler.codec.http.HttpObject;
 import io.netty.util.ReferenceCountUtil;
+import java.nio.channels.ClosedChannelException;
+import java.util.ArrayDeque;
 
 /**
  * The worker side of the proxy: hands every response part of a pooled worker connection to the exchange that
- * currently owns the connection. Parts arriving while no exchange owns it are released.
+ * currently owns the connection. Parts arriving while no exchange owns it are released. It also stands for its
+ * connection in {@link WorkerPools}, and carries the pool's bookkeeping, so taking and returning a connection
+ * costs no lookup and no allocation.
  */
 final class BackendHandler extends ChannelInboundHandlerAdapter {
 
@@ -23,17 +27,30 @@ final class BackendHandler extends ChannelInboundHandlerAdapter {
         void onBackendClosed(Throwable cause);
     }
 
+    private Channel channel;
     private Listener listener;
+    /** The idle connections of this connection's (event loop, worker) pool; set when it may join them. */
+    ArrayDeque<BackendHandler> pool;
+    /** Since when the connection has been idle in its pool. */
+    long idleSinceNanos;
+    /** The connection has carried an exchange before. */
+    boolean used;
 
-    static void attach(Channel channel, Listener listener) {
-        channel.pipeline().get(BackendHandler.class).listener = listener;
+    @Override
+    public void handlerAdded(ChannelHandlerContext ctx) {
+        channel = ctx.channel();
     }
 
-    static void detach(Channel channel) {
-        BackendHandler handler = channel.pipeline().get(BackendHandler.class);
-        if (handler != null) {
-            handler.listener = null;
-        }
+    Channel channel() {
+        return channel;
+    }
+
+    void attach(Listener listener) {
+        this.listener = listener;
+    }
+
+    void detach() {
+        listener = null;
     }
 
     @Override
@@ -57,7 +74,7 @@ final class BackendHandler extends ChannelInboundHandlerAdapter {
         Listener current = listener;
         listener = null;
         if (current != null) {
-            current.onBackendClosed(new java.nio.channels.ClosedChannelException());
+            current.onBackendClosed(new ClosedChannelException());
         }
     }
 

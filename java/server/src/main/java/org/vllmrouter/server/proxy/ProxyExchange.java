@@ -1,7 +1,6 @@
 package org.vllmrouter.server.proxy;
 
 import io.netty.buffer.ByteBuf;
-import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.EventLoop;
 import io.netty.handler.codec.http.DefaultFullHttpRequest;
@@ -46,7 +45,7 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
 
     private int attempt;
     private Worker worker;
-    private Channel backend;
+    private BackendHandler backend;
     private boolean draining;
     private boolean relaying;
     private boolean backendKeepAlive;
@@ -97,7 +96,17 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
         }
         worker = chosen;
         proxy.calls.started(chosen);
-        proxy.pools.acquire(loop, chosen.baseUrl()).addListener((Future<Channel> f) -> onAcquired(f, chosen));
+        connect(chosen);
+    }
+
+    /** A pooled connection to {@code chosen} when one is idle (used at once), else a new one. */
+    private void connect(Worker chosen) {
+        BackendHandler idle = proxy.pools.takeIdle(loop, chosen.baseUrl());
+        if (idle != null) {
+            onAcquired(idle, chosen);
+        } else {
+            proxy.pools.connect(loop, chosen.baseUrl()).addListener((Future<BackendHandler> f) -> onConnected(f, chosen));
+        }
     }
 
     /** The worker of this attempt: the route's own, or the policy's choice among the reachable candidates. */
@@ -120,21 +129,22 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
         return chosen;
     }
 
-    private void onAcquired(Future<Channel> acquired, Worker chosen) {
-        if (!acquired.isSuccess()) {
-            if (!finished) {
-                attemptFailed(acquired.cause());
-            }
-            return;
+    private void onConnected(Future<BackendHandler> connected, Worker chosen) {
+        if (connected.isSuccess()) {
+            onAcquired(connected.getNow(), chosen);
+        } else if (!finished) {
+            attemptFailed(connected.cause());
         }
-        Channel channel = acquired.getNow();
+    }
+
+    private void onAcquired(BackendHandler connection, Worker chosen) {
         if (finished || worker != chosen) {
-            WorkerPools.release(channel);
+            WorkerPools.release(connection);
             return;
         }
-        backend = channel;
-        reusedConnection = WorkerPools.wasUsed(channel);
-        BackendHandler.attach(channel, this);
+        backend = connection;
+        reusedConnection = connection.used;
+        connection.attach(this);
         // The exchange's own header set goes out as is (no copy per attempt); the encoder is done with it before a
         // retry changes the per-worker entries.
         HttpHeaders headers = request.headers;
@@ -148,8 +158,8 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
         }
         FullHttpRequest toWorker = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, request.client.method(),
                 request.target, body.retainedDuplicate(), headers, EmptyHttpHeaders.INSTANCE);
-        channel.writeAndFlush(toWorker).addListener((ChannelFutureListener) w -> {
-            if (!w.isSuccess() && backend == w.channel()) {
+        connection.channel().writeAndFlush(toWorker).addListener((ChannelFutureListener) w -> {
+            if (!w.isSuccess() && backend == connection) {
                 dropBackend();
                 connectionLost(w.cause());
             }
@@ -165,7 +175,7 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
         Worker chosen = worker;
         if (reusedConnection && chosen != null && staleConnections < MAX_STALE_CONNECTIONS) {
             staleConnections++;
-            proxy.pools.acquire(loop, chosen.baseUrl()).addListener((Future<Channel> f) -> onAcquired(f, chosen));
+            connect(chosen);
         } else {
             attemptFailed(cause);
         }
@@ -191,7 +201,7 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
                 } else {
                     front.sendPart(content);
                     if (!front.isWritable()) {
-                        backend.config().setAutoRead(false);
+                        backend.channel().config().setAutoRead(false);
                     }
                 }
             } else {
@@ -270,7 +280,7 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
     @Override
     public void onClientWritable() {
         if (backend != null) {
-            backend.config().setAutoRead(true);
+            backend.channel().config().setAutoRead(true);
         }
     }
 
@@ -323,27 +333,27 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
 
     /** The worker finished sending its response: its connection goes back to the pool if it can be reused. */
     private void onBodyDone() {
-        Channel channel = backend;
+        BackendHandler connection = backend;
         backend = null;
-        if (channel != null) {
-            BackendHandler.detach(channel);
-            channel.config().setAutoRead(true);
+        if (connection != null) {
+            connection.detach();
+            connection.channel().config().setAutoRead(true);
             if (backendKeepAlive) {
-                WorkerPools.release(channel);
+                WorkerPools.release(connection);
             } else {
-                channel.close();
+                connection.channel().close();
             }
         }
         releaseWorker(relaying && WorkerCalls.success(relayedStatus));
     }
 
     private void dropBackend() {
-        Channel channel = backend;
+        BackendHandler connection = backend;
         backend = null;
         draining = false;
-        if (channel != null) {
-            BackendHandler.detach(channel);
-            channel.close();
+        if (connection != null) {
+            connection.detach();
+            connection.channel().close();
         }
     }
 

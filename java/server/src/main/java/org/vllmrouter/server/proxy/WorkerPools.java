@@ -6,7 +6,6 @@ import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoop;
-import io.netty.util.AttributeKey;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.Promise;
 import java.util.ArrayDeque;
@@ -34,9 +33,6 @@ final class WorkerPools implements AutoCloseable {
     private static final long IDLE_CLOSE_NANOS = TimeUnit.SECONDS.toNanos(4);
     /** How often a loop looks for connections idle too long: they close between 4 and 4.5 s of idleness. */
     private static final long SWEEP_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
-    private static final AttributeKey<ArrayDeque<Idle>> IDLE_OF = AttributeKey.valueOf("vllm-router.worker-pool");
-    private static final AttributeKey<Boolean> USED = AttributeKey.valueOf("vllm-router.worker-connection-used");
-
     private final WorkerTls tls;
     private final ConcurrentHashMap<EventLoop, PoolsOfLoop> byLoop = new ConcurrentHashMap<>();
 
@@ -44,25 +40,30 @@ final class WorkerPools implements AutoCloseable {
         this.tls = tls;
     }
 
-    /** An idle connection to the worker, or a new one; call on {@code loop}. */
-    Future<Channel> acquire(EventLoop loop, String baseUrl) {
-        return byLoop.computeIfAbsent(loop, l -> new PoolsOfLoop(l, tls)).acquire(baseUrl);
+    /** An idle connection to the worker, or null when there is none; call on {@code loop}. */
+    BackendHandler takeIdle(EventLoop loop, String baseUrl) {
+        return poolsOf(loop).takeIdle(baseUrl);
     }
 
-    /** Returns a channel whose exchange ended cleanly (response fully read, keep-alive) to its pool; on its loop. */
-    static void release(Channel channel) {
-        channel.attr(USED).set(Boolean.TRUE);
-        ArrayDeque<Idle> idle = channel.attr(IDLE_OF).get();
-        if (idle != null && channel.isActive()) {
-            idle.addLast(new Idle(channel, System.nanoTime()));
+    /** A new connection to the worker, ready for its first exchange; call on {@code loop}. */
+    Future<BackendHandler> connect(EventLoop loop, String baseUrl) {
+        return poolsOf(loop).connect(baseUrl);
+    }
+
+    /** Returns a connection whose exchange ended cleanly (response fully read, keep-alive) to its pool; on its loop. */
+    static void release(BackendHandler connection) {
+        connection.used = true;
+        ArrayDeque<BackendHandler> idle = connection.pool;
+        if (idle != null && connection.channel().isActive()) {
+            connection.idleSinceNanos = System.nanoTime();
+            idle.addLast(connection);
         } else {
-            channel.close();
+            connection.channel().close();
         }
     }
 
-    /** Whether the connection already carried an exchange before the current one. */
-    static boolean wasUsed(Channel channel) {
-        return Boolean.TRUE.equals(channel.attr(USED).get());
+    private PoolsOfLoop poolsOf(EventLoop loop) {
+        return byLoop.computeIfAbsent(loop, l -> new PoolsOfLoop(l, tls));
     }
 
     @Override
@@ -71,15 +72,12 @@ final class WorkerPools implements AutoCloseable {
         byLoop.clear();
     }
 
-    /** A pooled connection and since when it has been idle; a deque holds them oldest first. */
-    private record Idle(Channel channel, long sinceNanos) {
-    }
-
     private static final class PoolsOfLoop {
         private final EventLoop loop;
         private final WorkerTls tls;
         private final Bootstrap bootstrap;
-        private final HashMap<String, ArrayDeque<Idle>> idleByWorker = new HashMap<>();
+        /** Idle connections per worker, oldest first. */
+        private final HashMap<String, ArrayDeque<BackendHandler>> idleByWorker = new HashMap<>();
         private ScheduledFuture<?> sweep;
 
         PoolsOfLoop(EventLoop loop, WorkerTls tls) {
@@ -99,19 +97,27 @@ final class WorkerPools implements AutoCloseable {
                     });
         }
 
-        Future<Channel> acquire(String baseUrl) {
-            ArrayDeque<Idle> idle = idleByWorker.computeIfAbsent(baseUrl, url -> new ArrayDeque<>());
-            Idle taken;
+        BackendHandler takeIdle(String baseUrl) {
+            ArrayDeque<BackendHandler> idle = idleByWorker.get(baseUrl);
+            if (idle == null) {
+                return null;
+            }
+            BackendHandler taken;
             // Most recently used first: it is the least likely to have been closed by the worker meanwhile.
             while ((taken = idle.pollLast()) != null) {
                 if (taken.channel().isActive()) {
-                    return loop.newSucceededFuture(taken.channel());
+                    return taken;
                 }
             }
+            return null;
+        }
+
+        Future<BackendHandler> connect(String baseUrl) {
+            ArrayDeque<BackendHandler> idle = idleByWorker.computeIfAbsent(baseUrl, url -> new ArrayDeque<>());
             if (sweep == null) {
                 sweep = loop.scheduleAtFixedRate(this::closeIdleTooLong, SWEEP_NANOS, SWEEP_NANOS, TimeUnit.NANOSECONDS);
             }
-            Promise<Channel> connected = loop.newPromise();
+            Promise<BackendHandler> connected = loop.newPromise();
             bootstrap.connect(WorkerAddress.of(baseUrl).socketAddress()).addListener((ChannelFutureListener) f -> {
                 if (!f.isSuccess()) {
                     connected.setFailure(f.cause());
@@ -123,8 +129,8 @@ final class WorkerPools implements AutoCloseable {
                         connected.setFailure(secured.cause());
                         return;
                     }
-                    Channel fresh = secured.getNow();
-                    fresh.attr(IDLE_OF).set(idle);
+                    BackendHandler fresh = secured.getNow().pipeline().get(BackendHandler.class);
+                    fresh.pool = idle;
                     connected.setSuccess(fresh);
                 });
             });
@@ -146,10 +152,10 @@ final class WorkerPools implements AutoCloseable {
          */
         private void closeIdleTooLong() {
             long now = System.nanoTime();
-            for (ArrayDeque<Idle> idle : idleByWorker.values()) {
-                Idle oldest;
+            for (ArrayDeque<BackendHandler> idle : idleByWorker.values()) {
+                BackendHandler oldest;
                 while ((oldest = idle.peekFirst()) != null
-                        && (now - oldest.sinceNanos() >= IDLE_CLOSE_NANOS || !oldest.channel().isActive())) {
+                        && (now - oldest.idleSinceNanos >= IDLE_CLOSE_NANOS || !oldest.channel().isActive())) {
                     idle.pollFirst().channel().close();
                 }
             }
@@ -160,8 +166,8 @@ final class WorkerPools implements AutoCloseable {
                 sweep.cancel(false);
                 sweep = null;
             }
-            for (ArrayDeque<Idle> idle : idleByWorker.values()) {
-                idle.forEach(entry -> entry.channel().close());
+            for (ArrayDeque<BackendHandler> idle : idleByWorker.values()) {
+                idle.forEach(connection -> connection.channel().close());
                 idle.clear();
             }
         }
