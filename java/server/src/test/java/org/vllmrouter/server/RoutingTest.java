@@ -273,6 +273,23 @@ class RoutingTest {
     }
 
     @Test
+    void repeatedContentLengthsAre400InHttp11AndOneLengthInHttp10() throws Exception {
+        String headers = "Host: x\r\nContent-Length: 14\r\nContent-Length: 14\r\n\r\n";
+        String body = "{\"prompt\":\"x\"}";
+        int seen = capturedCount("/v1/completions");
+        String refused = TestHttp.raw(router.port(), "POST /v1/completions HTTP/1.1\r\n" + headers + body);
+        assertEquals(400, TestHttp.status(refused), refused);
+        assertTrue(refused.contains("Multiple Content-Length values"), refused);
+        assertEquals(seen, capturedCount("/v1/completions"), "no worker saw the refused request");
+        String folded = TestHttp.raw(router.port(), "POST /v1/completions HTTP/1.0\r\n" + headers + body);
+        assertEquals(200, TestHttp.status(folded), folded);
+        CapturedRequest forwarded = lastCaptured("/v1/completions");
+        assertEquals(body, forwarded.bodyText());
+        assertEquals(List.of("14"), forwarded.headers().stream()
+                .filter(h -> h.getKey().equalsIgnoreCase("Content-Length")).map(Map.Entry::getValue).toList());
+    }
+
+    @Test
     void unknownPathsAreProxiedWithQueryAndBody() throws Exception {
         String body = "{\"model\":\"m\",\"prompt\":\"tokenize me\",\"add_special_tokens\":false}";
         HttpResponse<String> r = TestHttp.post(base + "/tokenize?debug=1", body);
@@ -398,6 +415,10 @@ class RoutingTest {
         }
         assertEquals(0, router.sessionStats().activeSessions());
         assertTrue(router.sessionStats().activeByWorker().values().stream().allMatch(c -> c == 0));
+    }
+
+    private static int capturedCount(String path) {
+        return mock.workers().stream().mapToInt(w -> w.captured(path).size()).sum();
     }
 
     private static CapturedRequest lastCaptured(String path) {

@@ -14,7 +14,9 @@ import io.netty.util.ReferenceCountUtil;
 /**
  * Rejects requests whose framing is unreadable or ambiguous before anything else sees them: decoder failures and
  * messages carrying both Content-Length and Transfer-Encoding (a request-smuggling shape) get a 400 and the
- * connection closes, since the position of the next request in the stream can no longer be trusted.
+ * connection closes, since the position of the next request in the stream can no longer be trusted. Repeated
+ * Content-Length fields never get here as such: Netty's decoder fails an HTTP/1.1 message that has them (a decoder
+ * failure, so a 400 here) and folds an HTTP/1.0 message's into one, as RFC 9112 section 6.3 allows.
  */
 public final class RequestGuard extends ChannelInboundHandlerAdapter {
     private boolean rejecting;
@@ -32,8 +34,6 @@ public final class RequestGuard extends ChannelInboundHandlerAdapter {
             } else if (request.headers().contains(HttpHeaderNames.CONTENT_LENGTH)
                     && request.headers().contains(HttpHeaderNames.TRANSFER_ENCODING)) {
                 problem = "Request must not carry both Content-Length and Transfer-Encoding";
-            } else if (request.headers().getAll(HttpHeaderNames.CONTENT_LENGTH).size() > 1) {
-                problem = "Request must not carry more than one Content-Length";
             }
             if (problem != null) {
                 rejecting = true;
