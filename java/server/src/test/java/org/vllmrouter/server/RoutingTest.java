@@ -290,6 +290,20 @@ class RoutingTest {
     }
 
     @Test
+    void contentLengthsThatDisagreeAre400InEveryVersion() throws Exception {
+        int seen = capturedCount("/v1/completions");
+        for (String version : List.of("HTTP/1.1", "HTTP/1.0")) {
+            // Read as 14 bytes, the rest would be a second request; read as 40, one request with a longer body.
+            String raw = TestHttp.raw(router.port(), "POST /v1/completions " + version + "\r\nHost: x\r\n"
+                    + "Connection: keep-alive\r\nContent-Length: 14\r\nContent-Length: 40\r\n\r\n"
+                    + "{\"prompt\":\"x\"}GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+            assertEquals(400, TestHttp.status(raw), version + " -> " + raw);
+            assertTrue(raw.contains("Multiple Content-Length values"), raw);
+        }
+        assertEquals(seen, capturedCount("/v1/completions"), "no worker saw a refused request");
+    }
+
+    @Test
     void unknownPathsAreProxiedWithQueryAndBody() throws Exception {
         String body = "{\"model\":\"m\",\"prompt\":\"tokenize me\",\"add_special_tokens\":false}";
         HttpResponse<String> r = TestHttp.post(base + "/tokenize?debug=1", body);

@@ -1,17 +1,26 @@
 package org.vllmrouter.server.http;
 
+import io.netty.handler.codec.http.DefaultHttpHeaders;
 import io.netty.handler.codec.http.DefaultHttpHeadersFactory;
 import io.netty.handler.codec.http.HttpClientCodec;
 import io.netty.handler.codec.http.HttpDecoderConfig;
+import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.HttpHeadersFactory;
 import io.netty.handler.codec.http.HttpServerCodec;
 
 /**
- * The HTTP codecs of the proxy path, Netty's own with one change: the trailer set of every decoded message starts
- * small. The decoder gives each message's last part a trailer set, although a body with a length (nearly every
- * request and answer the router sees) has none; at the default size those sets were a twentieth of the proxy path's
- * allocation. A chunked message's trailers still go in, with the usual validation.
+ * The HTTP codecs of the proxy path, Netty's own with two changes.
+ *
+ * <p>The trailer set of every decoded message starts small. The decoder gives each message's last part a trailer
+ * set, although a body with a length (nearly every request and answer the router sees) has none; at the default
+ * size those sets were a twentieth of the proxy path's allocation. A chunked message's trailers still go in, with
+ * the usual validation.
+ *
+ * <p>A request whose Content-Length fields disagree is a decoder failure (a 400, see {@link RequestGuard}) in every
+ * HTTP version. Netty refuses repeated lengths in HTTP/1.1 but, in HTTP/1.0, takes the first and drops the others,
+ * where RFC 9112 section 6.3 requires the message be refused: a proxy in front of the router that took another of
+ * the values would frame the stream differently. Identical repeated lengths still fold into one in HTTP/1.0.
  */
 public final class HttpCodecs {
     private static final HttpHeadersFactory SMALL_TRAILERS = new HttpHeadersFactory() {
@@ -26,6 +35,38 @@ public final class HttpCodecs {
         }
     };
 
+    private static final HttpHeadersFactory REQUEST_HEADERS = new HttpHeadersFactory() {
+        @Override
+        public HttpHeaders newHeaders() {
+            return new RequestHeaders();
+        }
+
+        @Override
+        public HttpHeaders newEmptyHeaders() {
+            return DefaultHttpHeadersFactory.headersFactory().newEmptyHeaders();
+        }
+    };
+
+    /** A decoded request's headers: Netty's, refusing a Content-Length that disagrees with one already there. */
+    private static final class RequestHeaders extends DefaultHttpHeaders {
+        RequestHeaders() {
+            super(DefaultHttpHeadersFactory.headersFactory().getNameValidator(),
+                    DefaultHttpHeadersFactory.headersFactory().getValueValidator());
+        }
+
+        @Override
+        public HttpHeaders add(CharSequence name, Object value) {
+            if (HttpHeaderNames.CONTENT_LENGTH.contentEqualsIgnoreCase(name)) {
+                String present = get(HttpHeaderNames.CONTENT_LENGTH);
+                if (present != null && !present.trim().equals(value.toString().trim())) {
+                    throw new IllegalArgumentException(
+                            "Multiple Content-Length values found: [" + present + ", " + value + "]");
+                }
+            }
+            return super.add(name, value);
+        }
+    }
+
     private HttpCodecs() {}
 
     public static HttpServerCodec server(int maxInitialLine, int maxHeaderSize, int maxChunkSize) {
@@ -33,6 +74,7 @@ public final class HttpCodecs {
                 .setMaxInitialLineLength(maxInitialLine)
                 .setMaxHeaderSize(maxHeaderSize)
                 .setMaxChunkSize(maxChunkSize)
+                .setHeadersFactory(REQUEST_HEADERS)
                 .setTrailersFactory(SMALL_TRAILERS));
     }
 

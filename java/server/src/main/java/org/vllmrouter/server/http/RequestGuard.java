@@ -15,8 +15,9 @@ import io.netty.util.ReferenceCountUtil;
  * Rejects requests whose framing is unreadable or ambiguous before anything else sees them: decoder failures and
  * messages carrying both Content-Length and Transfer-Encoding (a request-smuggling shape) get a 400 and the
  * connection closes, since the position of the next request in the stream can no longer be trusted. Repeated
- * Content-Length fields never get here as such: Netty's decoder fails an HTTP/1.1 message that has them (a decoder
- * failure, so a 400 here) and folds an HTTP/1.0 message's into one, as RFC 9112 section 6.3 allows.
+ * Content-Length fields never get here as such: the decoder fails a message whose lengths disagree, and an HTTP/1.1
+ * message that repeats one (a decoder failure, so a 400 here), and folds identical ones of HTTP/1.0 into one, as
+ * RFC 9112 section 6.3 allows (see {@link HttpCodecs}).
  */
 public final class RequestGuard extends ChannelInboundHandlerAdapter {
     private boolean rejecting;
