@@ -33,6 +33,7 @@ final class WorkerPools implements AutoCloseable {
     private static final long IDLE_CLOSE_NANOS = TimeUnit.SECONDS.toNanos(4);
     /** How often a loop looks for connections idle too long: they close between 4 and 4.5 s of idleness. */
     private static final long SWEEP_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
+
     private final WorkerTls tls;
     private final ConcurrentHashMap<EventLoop, PoolsOfLoop> byLoop = new ConcurrentHashMap<>();
 
