@@ -76,6 +76,11 @@ public final class SessionIdExtractor {
         return choose(header, scan(body, header == null));
     }
 
+    /** As {@link #extract} for a request with no body to read: the headers alone, no parser opened. */
+    public Extraction extractFromHeaders(HeaderLookup lookup) {
+        return choose(idHeader(lookup), new BodyFields(fieldPaths.length));
+    }
+
     /**
      * As {@link #extract}, in the same single pass checking that {@code body} is one well-formed JSON document (an
      * object when {@code requireObject}, see {@link JsonBodyScan}); a body that is not gets its problem as the

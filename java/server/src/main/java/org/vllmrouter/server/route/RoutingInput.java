@@ -10,7 +10,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.function.Supplier;
 import org.vllmrouter.core.policy.RoutingRequest;
-import org.vllmrouter.core.session.BodySource;
 import org.vllmrouter.core.session.Extraction;
 import org.vllmrouter.core.session.HeaderLookup;
 import org.vllmrouter.core.session.SessionIdExtractor;
@@ -44,11 +43,10 @@ final class RoutingInput {
         HeaderLookup lookup = headers::get;
         ByteBuf body = request.content();
         boolean json = jsonRequired || looksLikeJson(headers);
-        BodySource source = json ? AggregatedBody.source(body) : BodySource.EMPTY;
         // A body that must be checked is checked in the same pass that finds its routing fields.
         Extraction extraction = jsonRequired || (json && body.isReadable())
-                ? sessionIds.extractChecked(lookup, source, jsonRequired)
-                : sessionIds.extract(lookup, BodySource.EMPTY);
+                ? sessionIds.extractChecked(lookup, AggregatedBody.source(body), jsonRequired)
+                : sessionIds.extractFromHeaders(lookup);
         if (extraction.invalidReason() != null) {
             reject(front, request, extraction.invalidReason());
             return null;
