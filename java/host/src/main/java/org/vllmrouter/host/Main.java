@@ -30,18 +30,25 @@ public final class Main implements Runnable {
         // Start-up is what users wait for, and Picocli's set-up costs a cold JVM about 0.3 s: the
         // argv shapes that start a router go straight to their command. Every argument of `launch`
         // belongs to argparse and every argument of `python` to its program; `serve --config -` is
-        // how the Python package starts the engine.
+        // how the Python package starts the engine, `serve --config FILE --report upstream` how its
+        // `vllm-router` command hands its process over to the engine.
         if (args.length > 0 && args[0].equals("launch")) {
             System.exit(LaunchCommand.launch(List.of(args).subList(1, args.length)));
         }
         if (args.length > 0 && args[0].equals("python")) {
             System.exit(PythonCommand.python(List.of(args).subList(1, args.length)));
         }
-        if (args.length == 3 && args[0].equals("serve") && args[1].equals("--config")
-                && (args[2].equals("-") || !args[2].startsWith("-"))) {
-            System.exit(ServeCommand.serve(args[2]));
+        if (args.length == 3 && isServeConfig(args)) {
+            System.exit(ServeCommand.serve(args[2], ServeCommand.Report.json));
+        }
+        if (args.length == 5 && isServeConfig(args) && args[3].equals("--report") && args[4].equals("upstream")) {
+            System.exit(ServeCommand.serve(args[2], ServeCommand.Report.upstream));
         }
         System.exit(execute(args));
+    }
+
+    private static boolean isServeConfig(String[] args) {
+        return args[0].equals("serve") && args[1].equals("--config") && (args[2].equals("-") || !args[2].startsWith("-"));
     }
 
     /** Runs the launcher and returns its exit code (tests call this instead of {@link #main}). */

@@ -1,12 +1,13 @@
 package org.vllmrouter.host;
 
+import java.io.ByteArrayInputStream;
 import java.io.IOException;
-import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 
 import org.vllmrouter.server.EngineRunner;
+import org.vllmrouter.server.StartupReport;
 
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -34,21 +35,48 @@ final class ServeCommand implements Callable<Integer> {
             })
     private String config;
 
-    @Override
-    public Integer call() {
-        return serve(config);
+    @Option(
+            names = "--report",
+            paramLabel = "json|upstream",
+            defaultValue = "json",
+            description = {
+                "How start-up is reported: `json`, the one JSON line above (the default), or `upstream`, the",
+                "lines of upstream's `python -m vllm_router.launch_router` (`Router: URL` and `Dashboard: URL`",
+                "on stdout; a failure is `Error starting router: ...` on stderr and exit status 1). The Python",
+                "package's `vllm-router` command uses `upstream` when the engine takes its place."
+            })
+    private Report report;
+
+    /** The values of {@code --report}, spelt as on the command line. */
+    enum Report {
+        json(StartupReport.JSON_EVENT),
+        upstream(StartupReport.UPSTREAM_LAUNCHER);
+
+        final StartupReport startupReport;
+
+        Report(StartupReport startupReport) {
+            this.startupReport = startupReport;
+        }
     }
 
-    /** {@code serve --config CONFIG}; {@link Main#main} calls it directly for that exact argv. */
-    static int serve(String config) {
+    @Override
+    public Integer call() {
+        return serve(config, report);
+    }
+
+    /** {@code serve --config CONFIG --report REPORT}; {@link Main#main} calls it directly for those argv shapes. */
+    static int serve(String config, Report report) {
         if (config.equals("-")) {
-            return EngineRunner.serve(System.in, true);
+            return EngineRunner.serve(System.in, true, report.startupReport);
         }
-        try (InputStream file = Files.newInputStream(Path.of(config))) {
-            return EngineRunner.serve(file, false);
+        byte[] json;
+        try {
+            // Read whole before serving, so the file is not held open while the router runs.
+            json = Files.readAllBytes(Path.of(config));
         } catch (IOException e) {
             System.err.println("vllm-router serve: cannot read the configuration file " + config + ": " + e);
             return 1;
         }
+        return EngineRunner.serve(new ByteArrayInputStream(json), false, report.startupReport);
     }
 }

@@ -128,4 +128,23 @@ class MainTest {
             assertTrue(error.path("message").asText().contains(Integer.toString(taken.getLocalPort())), serve.stdout());
         }
     }
+
+    @Test
+    void serveWithTheUpstreamReportFailsAsUpstreamsLauncherDoes(@TempDir Path dir) throws Exception {
+        Path config = Files.writeString(dir.resolve("router.json"), "{\"port\":0,\"cache_threshold\":1.5}");
+        Run serve = run("serve", "--config", config.toString(), "--report", "upstream");
+        assertEquals(1, serve.exitCode(), serve.stderr());
+        assertEquals("", serve.stdout());
+        assertTrue(serve.stderr().matches("(?s)\\[Router \\(Python\\)] [-0-9]+ [:,0-9]+ - ERROR - "
+                + "Error starting router: Configuration validation failed.*"), serve.stderr());
+    }
+
+    @Test
+    void serveRefusesAnUnknownReportBeforeReadingItsConfiguration() {
+        Run serve = run("serve", "--config", "/no/such/router.json", "--report", "yaml");
+        assertEquals(2, serve.exitCode());
+        assertTrue(serve.stderr().contains("Invalid value for option '--report'"), serve.stderr());
+        assertTrue(serve.stderr().contains("json, upstream"), serve.stderr());
+        assertEquals("", serve.stdout());
+    }
 }

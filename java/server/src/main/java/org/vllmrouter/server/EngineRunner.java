@@ -11,13 +11,13 @@ import java.util.logging.Level;
 import java.util.logging.Logger;
 import org.vllmrouter.core.config.ConfigException;
 import org.vllmrouter.core.config.RouterConfig;
-import org.vllmrouter.server.http.Json;
 
 /**
- * The engine-process protocol: read the config JSON, start the router, print exactly one JSON line on stdout
- * ({@code ready}, or {@code error} whose {@code kind} is {@code config} for a configuration the engine rejects and
- * {@code startup} for any other failure), then serve until stdin reaches EOF (when it is the lifeline) or the process
- * gets SIGTERM/SIGINT; either way stop accepting, drain in-flight requests for a bounded time, and exit 0.
+ * The engine-process protocol: read the config JSON, start the router, report that it serves or why not (by
+ * default exactly one JSON line on stdout, {@code ready}, or {@code error} whose {@code kind} is {@code config} for
+ * a configuration the engine rejects and {@code startup} for any other failure; see {@link StartupReport}), then
+ * serve until stdin reaches EOF (when it is the lifeline) or the process gets SIGTERM/SIGINT; either way stop
+ * accepting, drain in-flight requests for a bounded time, and exit 0.
  * Logs go to stderr. See docs/architecture.md, 'The process bridge'.
  */
 public final class EngineRunner {
@@ -27,38 +27,44 @@ public final class EngineRunner {
 
     private EngineRunner() {}
 
-    /** Returns the process exit code. */
+    /** Serves with the JSON protocol line ({@link StartupReport#JSON_EVENT}); returns the process exit code. */
     public static int serve(InputStream configSource, boolean stdinIsLifeline) {
+        return serve(configSource, stdinIsLifeline, StartupReport.JSON_EVENT);
+    }
+
+    /** Returns the process exit code. */
+    public static int serve(InputStream configSource, boolean stdinIsLifeline, StartupReport report) {
         EngineLogging.useOneLineFormat();
         PrintStream out = System.out;
+        PrintStream err = System.err;
         BufferedReader reader = new BufferedReader(new InputStreamReader(configSource, StandardCharsets.UTF_8));
         String json;
         try {
             json = stdinIsLifeline ? reader.readLine() : readAll(reader);
         } catch (IOException e) {
-            return fail(out, STARTUP_ERROR, "Could not read the configuration: " + e.getMessage(), 2);
+            return report.failed(out, err, STARTUP_ERROR, "Could not read the configuration: " + e.getMessage(), 2);
         }
         if (json == null || json.isBlank()) {
-            return fail(out, STARTUP_ERROR, "No configuration received", 2);
+            return report.failed(out, err, STARTUP_ERROR, "No configuration received", 2);
         }
         RouterConfig config;
         try {
             config = RouterConfig.fromJson(json);
             config.validate();
         } catch (ConfigException e) {
-            return fail(out, CONFIG_ERROR, e.getMessage(), 2);
+            return report.failed(out, err, CONFIG_ERROR, e.getMessage(), 2);
         }
         RouterServer server;
         try {
             EngineLogging.configure(config);
             server = RouterServer.start(config);
         } catch (ConfigException e) {
-            return fail(out, CONFIG_ERROR, e.getMessage(), 2);
+            return report.failed(out, err, CONFIG_ERROR, e.getMessage(), 2);
         } catch (RouterStartException e) {
-            return fail(out, STARTUP_ERROR, e.getMessage(), 1);
+            return report.failed(out, err, STARTUP_ERROR, e.getMessage(), 1);
         } catch (RuntimeException e) {
             LOG.log(Level.SEVERE, "Router failed to start", e);
-            return fail(out, STARTUP_ERROR, "Router failed to start: " + e, 1);
+            return report.failed(out, err, STARTUP_ERROR, "Router failed to start: " + e, 1);
         }
 
         // A signal starts the JVM's shutdown with exit status 128+signal; after draining, the hook ends the process
@@ -70,13 +76,7 @@ public final class EngineRunner {
         }, "vllm-router-shutdown");
         Runtime.getRuntime().addShutdownHook(drainOnSignal);
 
-        out.println(Json.object(g -> {
-            g.writeStringField("event", "ready");
-            g.writeStringField("url", server.url());
-            g.writeNumberField("port", server.port());
-            g.writeNumberField("metrics_port", server.metricsPort());
-        }));
-        out.flush();
+        report.ready(out, err, server, config);
 
         if (stdinIsLifeline) {
             waitForEof(reader);
@@ -92,16 +92,6 @@ public final class EngineRunner {
         }
         server.close();
         return 0;
-    }
-
-    private static int fail(PrintStream out, String kind, String message, int code) {
-        out.println(Json.object(g -> {
-            g.writeStringField("event", "error");
-            g.writeStringField("kind", kind);
-            g.writeStringField("message", message);
-        }));
-        out.flush();
-        return code;
     }
 
     private static String readAll(BufferedReader reader) throws IOException {

@@ -21,6 +21,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -133,6 +136,52 @@ class EngineRunnerTest {
     }
 
     @Test
+    void theUpstreamReportPrintsTheLaunchersLinesWithAUrlAClientCanUse() throws Exception {
+        PipedOutputStream stdin = new PipedOutputStream();
+        PipedInputStream engineIn = new PipedInputStream(stdin);
+        CapturedStdout stdout = new CapturedStdout();
+        CompletableFuture<Integer> exit = CompletableFuture.supplyAsync(
+                () -> EngineRunner.serve(engineIn, true, StartupReport.UPSTREAM_LAUNCHER));
+        try {
+            Map<String, Object> cfg = Fixture.base(mock.urls());
+            cfg.put("host", "0.0.0.0");
+            cfg.put("admin_api_key", "report-key");
+            stdin.write((TestHttp.JSON.writeValueAsString(cfg) + "\n").getBytes(StandardCharsets.UTF_8));
+            stdin.flush();
+            assertTrue(ResilienceTest.eventually(() -> stdout.text().lines().count() == 2), stdout.text());
+            List<String> lines = stdout.text().lines().toList();
+            Matcher router = Pattern.compile("Router: (http://127\\.0\\.0\\.1:\\d+)").matcher(lines.get(0));
+            assertTrue(router.matches(), lines.toString());
+            assertEquals("Dashboard: " + router.group(1) + "/dashboard (asks for the admin API key)", lines.get(1));
+            assertEquals(200, TestHttp.get(router.group(1) + "/health").statusCode());
+            stdin.close();
+            assertEquals(0, exit.get(30, TimeUnit.SECONDS));
+        } finally {
+            stdout.restore();
+        }
+    }
+
+    @Test
+    void theUpstreamReportOfAFailureIsTheLaunchersErrorLogLineAndExitOne() throws Exception {
+        // java.util.logging's console handler takes System.err when it is made: make it now, before the swap.
+        java.util.logging.Logger.getLogger("").getHandlers();
+        CapturedStdout stdout = new CapturedStdout();
+        CapturedStderr stderr = new CapturedStderr();
+        int exit;
+        try {
+            exit = EngineRunner.serve(stream("{\"policy\":\"nope\",\"port\":0,\"prometheus_port\":0}"), false,
+                    StartupReport.UPSTREAM_LAUNCHER);
+        } finally {
+            stderr.restore();
+            stdout.restore();
+        }
+        assertEquals(1, exit);
+        assertEquals("", stdout.text());
+        assertTrue(stderr.text().matches("\\[Router \\(Python\\)] \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d,\\d{3}"
+                + " - ERROR - Error starting router: .*nope.*"), stderr.text());
+    }
+
+    @Test
     void configErrorsAndBindFailuresPrintAnErrorLine() throws Exception {
         CapturedStdout stdout = new CapturedStdout();
         int invalid;
@@ -236,13 +285,20 @@ class EngineRunnerTest {
         return new java.io.ByteArrayInputStream(text.getBytes(StandardCharsets.UTF_8));
     }
 
-    /** Swaps System.out for a buffer while an in-process engine prints its protocol line. */
-    private static final class CapturedStdout {
-        private final PrintStream original = System.out;
+    /** Swaps System.out (or System.err) for a buffer while an in-process engine reports its start. */
+    private static class CapturedStdout {
+        private final PrintStream original;
+        private final Consumer<PrintStream> install;
         private final ByteArrayOutputStream buffer = new ByteArrayOutputStream();
 
         CapturedStdout() {
-            System.setOut(new PrintStream(buffer, true, StandardCharsets.UTF_8));
+            this(System.out, System::setOut);
+        }
+
+        CapturedStdout(PrintStream original, Consumer<PrintStream> install) {
+            this.original = original;
+            this.install = install;
+            install.accept(new PrintStream(buffer, true, StandardCharsets.UTF_8));
         }
 
         String text() {
@@ -252,7 +308,13 @@ class EngineRunnerTest {
         }
 
         void restore() {
-            System.setOut(original);
+            install.accept(original);
+        }
+    }
+
+    private static final class CapturedStderr extends CapturedStdout {
+        CapturedStderr() {
+            super(System.err, System::setErr);
         }
     }
 }
