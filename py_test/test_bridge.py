@@ -245,14 +245,24 @@ def test_module_cli_reports_bad_config_and_exits_nonzero(engine_jar):
     )
     assert completed.returncode == 1
     assert "Error starting router: Configuration validation failed" in completed.stderr
+    assert completed.stdout == ""
 
 
-def test_module_cli_prints_router_and_dashboard_urls_once_ready(engine_jar, tmp_path):
+def _ignoring(signum):
+    """A preexec_fn: start the command with `signum` ignored, as a shell without job control
+    starts a background command with SIGINT."""
+    return lambda: signal.signal(signum, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
+def test_module_cli_prints_router_and_dashboard_urls_once_ready(engine_jar, tmp_path, stop_signal):
+    """The command becomes the engine (exec): one process, drained by the signal whatever the
+    command inherited for it, and exiting 0, as upstream's command does."""
     with open(tmp_path / "router.log", "wb") as log:
         launcher = subprocess.Popen(
             [sys.executable, "-m", "vllm_router.launch_router", "--host", "0.0.0.0", "--port", "0",
              "--prometheus-port", "0", "--admin-api-key", "cli-key"],
-            stdout=subprocess.PIPE, stderr=log, text=True)
+            stdout=subprocess.PIPE, stderr=log, text=True, preexec_fn=_ignoring(stop_signal))
     try:
         # readline blocks; a broken launcher that prints nothing ends (and closes stdout) or is
         # killed by the timer, so the test cannot hang.
@@ -268,7 +278,12 @@ def test_module_cli_prints_router_and_dashboard_urls_once_ready(engine_jar, tmp_
         status, headers, page = http("GET", url + "/dashboard")
         assert status == 200 and headers["content-type"] == "text/html; charset=utf-8"
         assert b"<title>vLLM router status</title>" in page
-        launcher.send_signal(signal.SIGTERM)
+        with open(f"/proc/{launcher.pid}/cmdline", "rb") as f:
+            argv = f.read().split(b"\0")
+        assert argv[0] == b"vllm::router" and b"org.vllmrouter.host.Main" in argv, argv
+        assert not any(b"cli-key" in arg for arg in argv), "the admin API key is in the engine's argv"
+        assert child_pids(launcher.pid) == [], "the command kept a child process"
+        launcher.send_signal(stop_signal)
         assert launcher.wait(STOP_WITHIN_SECS) == 0
         assert launcher.stdout.read() == "", "nothing else on stdout"
     finally:

@@ -10,8 +10,9 @@
 #   router-base    the router of BASE_TREE (an older build, for "does main route as fast as it did")
 #   router-before  the router of BEFORE_TREE (e.g. `git archive main | tar -x -C DIR`), for before/after
 # The Rust and our routers start the way a user starts them, `python -m vllm_router.launch_router
-# --policy sticky_least_loaded ...`, so CPU and memory count the whole process tree (Python launcher and,
-# for ours, the engine JVM). Per arm: start-up time (spawn to a healthy /health), idle RSS, a warm-up,
+# --policy sticky_least_loaded ...`, so CPU and memory count the whole process tree (the Python process
+# holding the Rust library; ours: the engine JVM, which takes the command's process, or, for an older tree,
+# its Python launcher and the engine JVM). Per arm: start-up time (spawn to a healthy /health), idle RSS, a warm-up,
 # then per concurrency level a wrk run (one thread, keep-alive, a BODY_BYTES POST to /v1/completions with
 # a random X-Session-ID out of SESSIONS). Columns: requests/s, p50/p99/p99.9, CPU microseconds per request
 # of the proxy's process tree (utime+stime from /proc over the measured run / requests) and the tree's RSS

@@ -2,11 +2,13 @@
 test_validation behaviours (reference section 8.1), plus Router.from_args' mapping."""
 
 import json
+import os
 from unittest.mock import MagicMock, patch
 
 import pytest
 
-from vllm_router.launch_router import launch_router
+from vllm_router.engine_config import config_json_for
+from vllm_router.launch_router import command_main, launch_router, parse_router_args
 from vllm_router.router import PolicyType, Router
 from vllm_router.router_args import RouterArgs
 
@@ -145,6 +147,38 @@ class TestErrorHandling:
                 launch_router(RouterArgs())
         logger.error.assert_called_once()
         assert "Error starting router: cannot bind" in logger.error.call_args[0][0]
+
+
+class TestCommandMain:
+    """`vllm-router`: the engine takes the command's process when it can, else `main()` runs."""
+
+    EXEC_ENGINE = "vllm_router.bridge.process.exec_engine"
+
+    def test_the_engine_takes_the_process_with_the_configuration_launch_router_would_hand_it(self):
+        argv = ["--policy", "sticky_least_loaded", "--worker-urls", "http://w:1", "--port", "30123"]
+        with patch(self.EXEC_ENGINE) as exec_engine, \
+                patch("vllm_router.launch_router.launch_router") as launch:
+            command_main(argv)
+        launch.assert_not_called()
+        config_json, process_title = exec_engine.call_args[0]
+        assert json.loads(config_json) == json.loads(config_json_for(parse_router_args(argv)))
+        assert process_title == "vllm::router"
+
+    def test_without_memfd_the_command_serves_from_its_own_process(self, monkeypatch):
+        monkeypatch.delattr(os, "memfd_create")
+        with patch(self.EXEC_ENGINE) as exec_engine, \
+                patch("vllm_router.launch_router.launch_router") as launch:
+            command_main(["--worker-urls", "http://w:1"])
+        exec_engine.assert_not_called()
+        assert launch.call_args[0][0].worker_urls == ["http://w:1"]
+
+    def test_flags_launch_router_refuses_are_its_error_and_start_no_engine(self):
+        with patch(self.EXEC_ENGINE) as exec_engine, \
+                patch("vllm_router.launch_router.logger") as logger:
+            with pytest.raises(ValueError, match="--mini-lb is not supported"):
+                command_main(["--mini-lb"])
+        exec_engine.assert_not_called()
+        assert "Error starting router: --mini-lb is not supported" in logger.error.call_args[0][0]
 
 
 class TestRouterMapping:

@@ -1,15 +1,17 @@
-"""`launch_router(args)` and the `vllm-router` / `python -m vllm_router.launch_router` entry point."""
+"""`launch_router(args)`, upstream's `main()`, and `command_main()`, the entry point of the
+`vllm-router` command and `python -m vllm_router.launch_router`."""
 
 import argparse
 import logging
+import os
 import sys
 from typing import List, Optional, Union
 
-from .engine_config import check_launch_args
+from .engine_config import check_launch_args, config_json_for
 from .router import Router
 from .router_args import CustomHelpFormatter, RouterArgs, parse_router_args
 
-__all__ = ["launch_router", "parse_router_args", "main", "CustomHelpFormatter"]
+__all__ = ["launch_router", "parse_router_args", "main", "command_main", "CustomHelpFormatter"]
 
 logger = logging.getLogger("router")
 
@@ -48,12 +50,41 @@ def _set_process_title() -> None:
 
 
 def main(argv: Optional[List[str]] = None) -> None:
+    """Upstream's `main()`: `launch_router(parse_router_args(argv))`, serving from this process."""
+    _configure_logging()
+    launch_router(parse_router_args(sys.argv[1:] if argv is None else argv))
+
+
+def command_main(argv: Optional[List[str]] = None) -> None:
+    """The `vllm-router` command: `main()`, except that on CPython the engine JVM takes this
+    process's place (exec) once the flags are checked.
+
+    The router is then one process: no Python interpreter beside the engine (16 MiB resident),
+    and signals reach the engine itself, which drains on SIGTERM/SIGINT and exits 0. What the
+    command prints and its exit statuses stay upstream's (the engine prints the `Router:` and
+    `Dashboard:` lines, or `Error starting router: ...` and exits 1). Without memfd (not Linux)
+    or under GraalPy, whose engine already runs in this process, it is `main()`.
+    """
+    _configure_logging()
+    args = parse_router_args(sys.argv[1:] if argv is None else argv)
+    if sys.implementation.name == "graalpy" or not hasattr(os, "memfd_create"):
+        launch_router(args)
+        return
+    from .bridge import process
+
+    try:
+        process.exec_engine(config_json_for(args), PROCESS_TITLE)
+    except Exception as e:
+        logger.error(f"Error starting router: {e}")
+        raise
+
+
+def _configure_logging() -> None:
     logging.basicConfig(
         level=logging.INFO,
         format="[Router (Python)] %(asctime)s - %(levelname)s - %(message)s",
     )
-    launch_router(parse_router_args(sys.argv[1:] if argv is None else argv))
 
 
 if __name__ == "__main__":
-    main()
+    command_main()

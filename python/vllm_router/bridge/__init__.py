@@ -3,7 +3,7 @@
 Two bridges share one shape, so `vllm_router.router` does not care which one runs:
 
 * `process` (CPython): the engine in a child JVM, configured over stdin, which also serves as
-  the lifeline. `engine_command` builds that JVM's command line and reads its ready line;
+  the lifeline; or, for the `vllm-router` command, in this process's place (`exec_engine`). `engine_command` builds that JVM's command line and reads its ready line;
   `class_cache` makes the JVM start faster; `java_runtime` finds the Java that runs it.
 * `graal` (GraalPy): the engine in the same JVM, owned by the launcher module
   (`vllm-router python SCRIPT` runs a program there).

@@ -15,6 +15,9 @@ terminal's Ctrl-C, which goes to the foreground process group, reaches only this
 decides. A training loop that catches KeyboardInterrupt keeps its router; `launch_router` turns
 SIGINT/SIGTERM into a drain (SIGTERM to the child); and if this process ends, the lifeline stops
 the child.
+
+`exec_engine` is the other way in, for the `vllm-router` command: the engine takes this
+process's place and reports as upstream's command does.
 """
 
 import json
@@ -194,6 +197,43 @@ def start_engine(config_json: str, startup_timeout: Optional[float] = None) -> E
         _terminate(process)
         raise
     return EngineProcess(process, ready, config)
+
+
+def exec_engine(config_json: str, process_title: str) -> None:
+    """Replace this process with the engine JVM (exec), configured by `config_json`.
+
+    Returns only by raising EngineStartupError (no usable Java, exec refused). The engine reports
+    as upstream's launcher does (`serve --report upstream`) and has no lifeline: it is the process
+    that a supervisor or a terminal signals. The configuration reaches it in a memfd it inherits,
+    opened as /dev/fd/N, rather than in its argv, which other users see (it may hold API keys).
+    `process_title` becomes argv[0], the name `ps` shows first, as setproctitle names upstream's.
+    """
+    java = find_java()
+    jar = engine_jar()
+    config_fd = os.memfd_create("vllm-router-config", 0)  # without MFD_CLOEXEC: the JVM inherits it
+    try:
+        data = config_json.encode("utf-8")
+        while data:
+            data = data[os.write(config_fd, data):]
+        cache_options = class_cache.jvm_options(java, jar, jvm_options())
+        serve = ["serve", "--config", f"/dev/fd/{config_fd}", "--report", "upstream"]
+        command = engine_command(java, jar, serve, cache_options)
+        # exec keeps ignored signals ignored. CPython ignores SIGPIPE and SIGXFSZ (subprocess
+        # restores them for a child too), and a shell without job control starts a background
+        # command with SIGINT ignored: launch_router drains on SIGINT/SIGTERM whatever it
+        # inherited, so the engine must see them too.
+        restore = {sig: signal.signal(sig, signal.SIG_DFL)
+                   for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM)}
+        sys.stdout.flush()
+        sys.stderr.flush()
+        try:
+            os.execv(java.executable, [process_title, *command[1:]])
+        except OSError as e:
+            for sig, handler in restore.items():
+                signal.signal(sig, handler)
+            raise EngineStartupError(f"Could not run {java.executable}: {e}") from e
+    finally:
+        os.close(config_fd)
 
 
 def _read_engine_stdout(stdout, events: "queue.Queue[dict]") -> None:
