@@ -286,6 +286,8 @@ def test_module_cli_prints_router_and_dashboard_urls_once_ready(engine_jar, tmp_
         launcher.send_signal(stop_signal)
         assert launcher.wait(STOP_WITHIN_SECS) == 0
         assert launcher.stdout.read() == "", "nothing else on stdout"
+        assert "Received terminate signal, draining in-flight requests" in \
+            (tmp_path / "router.log").read_text(errors="replace")
     finally:
         if launcher.poll() is None:
             launcher.kill()

@@ -67,14 +67,21 @@ public final class EngineRunner {
             return report.failed(out, err, STARTUP_ERROR, "Router failed to start: " + e, 1);
         }
 
-        // A signal starts the JVM's shutdown with exit status 128+signal; after draining, the hook ends the process
-        // with 0 itself, since a graceful stop is a successful run.
-        Thread drainOnSignal = new Thread(() -> {
-            LOG.info("Received terminate signal, draining in-flight requests");
-            server.close();
-            Runtime.getRuntime().halt(0);
-        }, "vllm-router-shutdown");
+        // SIGTERM/SIGINT drain before the JVM's shutdown begins (StopSignals); the hook covers the other ways a JVM
+        // shuts down (SIGHUP, a signal StopSignals could not take). Either way the process ends with 0 once drained,
+        // not the 128+signal of a JVM's shutdown, since a graceful stop is a successful run. One drain at a time: a
+        // second stop waits for the first, which ends the process.
+        Object drainLock = new Object();
+        Runnable drainAndExit = () -> {
+            synchronized (drainLock) {
+                LOG.info("Received terminate signal, draining in-flight requests");
+                server.close();
+                Runtime.getRuntime().halt(0);
+            }
+        };
+        Thread drainOnSignal = new Thread(drainAndExit, "vllm-router-shutdown");
         Runtime.getRuntime().addShutdownHook(drainOnSignal);
+        StopSignals stopSignals = StopSignals.handle(drainAndExit);
 
         report.ready(out, err, server, config);
 
@@ -84,13 +91,16 @@ public final class EngineRunner {
         } else {
             awaitForever();
         }
+        stopSignals.close();
         try {
             Runtime.getRuntime().removeShutdownHook(drainOnSignal);
         } catch (IllegalStateException shuttingDown) {
             // A signal arrived at the same moment: the hook drains and exits.
             awaitForever();
         }
-        server.close();
+        synchronized (drainLock) {
+            server.close();
+        }
         return 0;
     }
 

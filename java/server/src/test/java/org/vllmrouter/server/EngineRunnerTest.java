@@ -1,6 +1,7 @@
 package org.vllmrouter.server;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -77,11 +78,12 @@ class EngineRunnerTest {
     }
 
     @Test
-    void sigtermDrainsInFlightRequestsAndExitsZero() throws Exception {
+    void sigtermDrainsInFlightRequestsAndExitsZero(@TempDir Path dir) throws Exception {
         // The client holds the stream's first event before the signal, so the request is certainly in flight when
         // the drain starts; the second event follows a second later (the mock has no gate to hold it longer).
         mock.worker(0).knobs().slowStreamMs(1000);
-        Process p = spawn();
+        Path stderr = dir.resolve("stderr.txt");
+        Process p = spawn(ProcessBuilder.Redirect.to(stderr.toFile()));
         try {
             send(p, TestHttp.JSON.writeValueAsString(Fixture.base(mock.urls())));
             JsonNode ready = firstLine(p);
@@ -111,6 +113,34 @@ class EngineRunnerTest {
             assertEquals(0, p.exitValue());
         } finally {
             mock.worker(0).knobs().slowStreamMs(0);
+            p.destroyForcibly();
+        }
+        // Logged before the JVM's shutdown begins, so java.util.logging's shutdown hook cannot have closed it away.
+        assertTrue(Files.readString(stderr).contains("Received terminate signal, draining in-flight requests"),
+                Files.readString(stderr));
+    }
+
+    @Test
+    void aStopSignalTheEngineWasStartedWithIgnoredStaysIgnored() throws Exception {
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        // A shell without job control starts a background command so; `trap '' INT` does the same here.
+        ProcessBuilder pb = new ProcessBuilder("/bin/sh", "-c", "trap '' INT; exec \"$0\" \"$@\"", java,
+                "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", System.getProperty("java.class.path"),
+                EngineMain.class.getName());
+        pb.redirectError(ProcessBuilder.Redirect.DISCARD);
+        Process p = pb.start();
+        try {
+            send(p, TestHttp.JSON.writeValueAsString(Fixture.base(mock.urls())));
+            JsonNode ready = firstLine(p);
+            assertEquals("ready", ready.get("event").asText(), ready.toString());
+            assertEquals(0, new ProcessBuilder("kill", "-INT", Long.toString(p.pid())).start().waitFor());
+            // An idle engine that took the signal would have drained and exited well within this.
+            assertFalse(p.waitFor(2, TimeUnit.SECONDS), "SIGINT stopped an engine started with SIGINT ignored");
+            assertEquals(200, TestHttp.get(ready.get("url").asText() + "/health").statusCode());
+            p.destroy();
+            assertTrue(p.waitFor(30, TimeUnit.SECONDS));
+            assertEquals(0, p.exitValue());
+        } finally {
             p.destroyForcibly();
         }
     }
