@@ -68,8 +68,13 @@ def start_launcher(port: int, stderr) -> subprocess.Popen:
 
 
 def launched_jvm(launcher: subprocess.Popen) -> int:
-    assert wait_until(lambda: child_pids(launcher.pid), 10), "no engine JVM started"
-    return child_pids(launcher.pid)[0]
+    """The launcher's engine JVM; not the class-cache builder a first start after an install
+    also starts as its child."""
+    def engines():
+        return [pid for pid in child_pids(launcher.pid) if _is_engine_jvm(pid)]
+
+    assert wait_until(engines, 10), "no engine JVM started"
+    return engines()[0]
 
 
 @pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
