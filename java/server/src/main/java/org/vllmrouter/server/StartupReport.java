@@ -10,7 +10,8 @@ import org.vllmrouter.server.http.Json;
 public enum StartupReport {
     /**
      * One JSON line on stdout, {@code ready} or {@code error}, read by a program: the Python package's process bridge,
-     * the launcher, a supervisor. A rejected configuration exits 2, any other failure 1.
+     * the launcher, a supervisor. The exit status is the one {@link EngineRunner} gives: 2 for a configuration it
+     * could not read or rejects, 1 for a router that failed to start.
      */
     JSON_EVENT {
         @Override
