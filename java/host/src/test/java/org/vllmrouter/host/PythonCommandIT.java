@@ -256,11 +256,14 @@ class PythonCommandIT {
         try (LauncherProcess run = python(Map.of(), args.toArray(String[]::new))) {
             String url = "http://127.0.0.1:" + port;
             awaitHealthy(url, run);
+            // /health answers a moment before launch_router has seen the engine ready; a signal in between
+            // abandons the start-up instead (and prints no URLs). The URL line says it is ready.
+            assertEquals("Router: " + url, run.readLine());
             run.signal("TERM");
             assertEquals(0, run.waitForExit(), run.stderr());
-            // launch_router prints the router's and the dashboard's URLs first; its return is the last line.
+            // The dashboard's URL follows the router's; launch_router's return is the last line.
             String stdout = run.remainingStdout();
-            assertTrue(stdout.endsWith("\nlaunch_router returned\n"), stdout);
+            assertTrue(stdout.startsWith("Dashboard: ") && stdout.endsWith("\nlaunch_router returned\n"), stdout);
         }
     }
 
