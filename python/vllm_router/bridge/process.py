@@ -163,10 +163,7 @@ def start_engine(config_json: str, startup_timeout: Optional[float] = None) -> E
     and `startup_timeout` seconds passing without a ready line.
     """
     config = json.loads(config_json)
-    java = find_java()
-    jar = engine_jar()
-    cache_options = class_cache.jvm_options(java, jar, jvm_options())
-    command = engine_command(java, jar, SERVE_FROM_STDIN, cache_options)
+    java, command = _engine_command(SERVE_FROM_STDIN)
     try:
         process = subprocess.Popen(
             command,
@@ -208,16 +205,13 @@ def exec_engine(config_json: str, process_title: str) -> None:
     opened as /dev/fd/N, rather than in its argv, which other users see (it may hold API keys).
     `process_title` becomes argv[0], the name `ps` shows first, as setproctitle names upstream's.
     """
-    java = find_java()
-    jar = engine_jar()
     config_fd = os.memfd_create("vllm-router-config", 0)  # without MFD_CLOEXEC: the JVM inherits it
     try:
         data = config_json.encode("utf-8")
         while data:
             data = data[os.write(config_fd, data):]
-        cache_options = class_cache.jvm_options(java, jar, jvm_options())
-        serve = ["serve", "--config", f"/dev/fd/{config_fd}", "--report", "upstream"]
-        command = engine_command(java, jar, serve, cache_options)
+        java, command = _engine_command(
+            ["serve", "--config", f"/dev/fd/{config_fd}", "--report", "upstream"])
         # exec keeps ignored signals ignored. CPython ignores SIGPIPE and SIGXFSZ (subprocess
         # restores them for a child too), and a shell without job control starts a background
         # command with SIGINT ignored: launch_router drains on SIGINT/SIGTERM whatever it
@@ -234,6 +228,15 @@ def exec_engine(config_json: str, process_title: str) -> None:
             raise EngineStartupError(f"Could not run {java.executable}: {e}") from e
     finally:
         os.close(config_fd)
+
+
+def _engine_command(arguments):
+    """The Java that runs the engine, and the command line that runs it with `arguments` (using the
+    class cache when there is one)."""
+    java = find_java()
+    jar = engine_jar()
+    cache_options = class_cache.jvm_options(java, jar, jvm_options())
+    return java, engine_command(java, jar, arguments, cache_options)
 
 
 def _read_engine_stdout(stdout, events: "queue.Queue[dict]") -> None:
