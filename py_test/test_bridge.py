@@ -53,6 +53,20 @@ def test_port_in_use_is_runtime_error(engine_jar):
         assert not isinstance(excinfo.value, ValueError)
 
 
+def test_unknown_transport_is_runtime_error_naming_the_accepted_ones(engine_jar, monkeypatch):
+    monkeypatch.setenv("VLLM_ROUTER_TRANSPORT", "uring")
+    with pytest.raises(RuntimeError) as excinfo:
+        Router.from_args(RouterArgs(port=0, prometheus_port=0)).launch()
+    assert "VLLM_ROUTER_TRANSPORT must be one of auto, io_uring, epoll, nio; got 'uring'" in str(excinfo.value)
+
+
+@pytest.mark.parametrize("transport", ["epoll", "nio"])
+def test_a_named_transport_serves(engine_jar, monkeypatch, transport):
+    monkeypatch.setenv("VLLM_ROUTER_TRANSPORT", transport)
+    with Router.from_args(RouterArgs(port=0, prometheus_port=0)).launch() as handle:
+        assert http("GET", handle.url + "/health")[0] == 200
+
+
 LAUNCH_SCRIPT = textwrap.dedent("""
     import sys
     from vllm_router.launch_router import launch_router

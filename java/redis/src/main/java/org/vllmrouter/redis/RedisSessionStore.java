@@ -70,6 +70,18 @@ import org.vllmrouter.core.session.SessionTable;
  * reconciled.
  */
 public final class RedisSessionStore implements SessionStore {
+    /** Lettuce's switch for its io_uring transport, read once when Lettuce first picks a transport. */
+    static final String LETTUCE_IO_URING = "io.lettuce.core.iouring";
+
+    static {
+        // The engine ships Netty's io_uring transport for its own event loops. Lettuce would find it too, stay on
+        // epoll anyway, and warn on every start that both are there; it keeps epoll, quietly, unless a user set
+        // the switch.
+        if (System.getProperty(LETTUCE_IO_URING) == null) {
+            System.setProperty(LETTUCE_IO_URING, "false");
+        }
+    }
+
     private static final Logger LOG = Logger.getLogger(RedisSessionStore.class.getName());
 
     /** How long a routing call waits for the store before it decides on its own and marks the store degraded. */

@@ -125,20 +125,25 @@ public final class RouterServer implements AutoCloseable {
      * @param workerTls how {@code https} workers are trusted; null = {@link WorkerTls#fromEnvironment()} at start
      *                  (tests trust their own CA)
      * @param clientReadTimeout how long a client may take to send a request (tests shorten it)
+     * @param transport the socket layer; null = {@link Transport#fromEnvironment()} at start (tests run each one)
      */
-    record Options(Ticker limiterClock, WorkerTls workerTls, Duration clientReadTimeout) {
-        static final Options DEFAULTS = new Options(null, null, ClientReadDeadline.DEFAULT);
+    record Options(Ticker limiterClock, WorkerTls workerTls, Duration clientReadTimeout, Transport transport) {
+        static final Options DEFAULTS = new Options(null, null, ClientReadDeadline.DEFAULT, null);
 
         Options withLimiterClock(Ticker clock) {
-            return new Options(clock, workerTls, clientReadTimeout);
+            return new Options(clock, workerTls, clientReadTimeout, transport);
         }
 
         Options withWorkerTls(WorkerTls tls) {
-            return new Options(limiterClock, tls, clientReadTimeout);
+            return new Options(limiterClock, tls, clientReadTimeout, transport);
         }
 
         Options withClientReadTimeout(Duration timeout) {
-            return new Options(limiterClock, workerTls, timeout);
+            return new Options(limiterClock, workerTls, timeout, transport);
+        }
+
+        Options withTransport(Transport chosen) {
+            return new Options(limiterClock, workerTls, clientReadTimeout, chosen);
         }
     }
 
@@ -149,11 +154,17 @@ public final class RouterServer implements AutoCloseable {
 
     static RouterServer start(RouterConfig config, Options options) throws ConfigException, RouterStartException {
         config.validate();
+        Transport transport;
+        try {
+            transport = options.transport() != null ? options.transport() : Transport.fromEnvironment();
+        } catch (IllegalArgumentException e) {
+            throw new RouterStartException(e.getMessage(), e);
+        }
         Map<String, StaticKvSources.Source> staticKvSources = StaticKvSources.of(config);
         WorkerTls workerTls = options.workerTls() != null ? options.workerTls() : WorkerTls.fromEnvironment();
         ControlClient client = new ControlClient(workerTls);
         SessionStore sessionStore = openSessionStore(config);
-        EventLoopGroup group = Transport.newGroup(Math.max(1, Runtime.getRuntime().availableProcessors()), "vllm-router");
+        EventLoopGroup group = transport.newGroup(Math.max(1, Runtime.getRuntime().availableProcessors()), "vllm-router");
         PolicyRegistry policies = new PolicyRegistry(config, sessionStore);
         WorkerRegistry workers = new WorkerRegistry();
         RouterMetrics metrics = new RouterMetrics(workers::all, policies::sessionStats, sessionStore::degraded);
@@ -345,7 +356,7 @@ public final class RouterServer implements AutoCloseable {
                                 String what) throws RouterStartException {
         ServerBootstrap bootstrap = new ServerBootstrap()
                 .group(group)
-                .channel(Transport.serverChannel())
+                .channel(Transport.serverChannel(group))
                 .option(ChannelOption.SO_BACKLOG, 1024)
                 .option(ChannelOption.SO_REUSEADDR, true)
                 .childOption(ChannelOption.TCP_NODELAY, true)

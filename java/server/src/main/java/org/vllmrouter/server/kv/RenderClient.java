@@ -70,7 +70,7 @@ final class RenderClient implements AutoCloseable {
             protected SimpleChannelPool newPool(PoolKey key) {
                 Bootstrap bootstrap = new Bootstrap()
                         .group(key.loop())
-                        .channel(Transport.clientChannel())
+                        .channel(Transport.clientChannel(key.loop()))
                         .option(ChannelOption.TCP_NODELAY, true)
                         .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 10_000)
                         .remoteAddress(WorkerAddress.of(key.baseUrl()).socketAddress());

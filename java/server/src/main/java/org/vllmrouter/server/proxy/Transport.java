@@ -1,6 +1,7 @@
 package org.vllmrouter.server.proxy;
 
 import io.netty.channel.EventLoopGroup;
+import io.netty.channel.IoEventLoopGroup;
 import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.ServerChannel;
@@ -12,24 +13,139 @@ import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.channel.uring.IoUring;
+import io.netty.channel.uring.IoUringIoHandler;
+import io.netty.channel.uring.IoUringServerSocketChannel;
+import io.netty.channel.uring.IoUringSocketChannel;
 import io.netty.util.concurrent.DefaultThreadFactory;
+import java.util.Arrays;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.function.Function;
+import java.util.stream.Collectors;
 
-/** Native epoll when the platform offers it, NIO otherwise; the choice is made once per process. */
-public final class Transport {
-    private static final boolean EPOLL = Epoll.isAvailable();
+/**
+ * The socket layer under the router's event loops: io_uring where the kernel offers it, else epoll, else the JDK's
+ * NIO. io_uring was the measured choice: proxying on loopback at 64 connections it took 14.0 us of CPU per request
+ * against epoll's 16.6 (interleaved runs, same build), mostly kernel time, since one {@code io_uring_enter} submits
+ * a whole round's reads and writes and waits for the next completions where epoll makes a syscall for each.
+ *
+ * <p>{@code VLLM_ROUTER_TRANSPORT} ({@code auto}, {@code io_uring}, {@code epoll}, {@code nio}) overrides the choice,
+ * e.g. where a seccomp profile admits io_uring but something about it misbehaves; a transport named there that the
+ * machine cannot run stops the router at start rather than quietly running another.
+ *
+ * <p>Channels are created for the group they join: {@link #clientChannel} and {@link #serverChannel} read the kind
+ * from the event loop, so code that opens a connection on a loop needs to know nothing else.
+ */
+public enum Transport {
+    IO_URING("io_uring"),
+    EPOLL("epoll"),
+    NIO("nio");
 
-    private Transport() {}
+    public static final String ENVIRONMENT_VARIABLE = "VLLM_ROUTER_TRANSPORT";
+    static final String AUTO = "auto";
 
-    public static EventLoopGroup newGroup(int threads, String name) {
-        IoHandlerFactory io = EPOLL ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
+    private final String label;
+
+    Transport(String label) {
+        this.label = label;
+    }
+
+    public String label() {
+        return label;
+    }
+
+    /** Why this transport cannot run here, or empty when it can. */
+    public Optional<String> unavailability() {
+        Throwable cause = switch (this) {
+            case IO_URING -> IoUring.isAvailable() ? null : IoUring.unavailabilityCause();
+            case EPOLL -> Epoll.isAvailable() ? null : Epoll.unavailabilityCause();
+            case NIO -> null;
+        };
+        if (cause == null) {
+            return Optional.empty();
+        }
+        return Optional.of(cause.getMessage() != null ? cause.getMessage() : cause.getClass().getSimpleName());
+    }
+
+    /**
+     * The transport that {@code requested} (the environment variable's value; null or blank means {@code auto})
+     * names, or the best one available for {@code auto}.
+     *
+     * @throws IllegalArgumentException naming the accepted values, or why the named transport cannot run here
+     */
+    public static Transport resolve(String requested) {
+        return resolve(requested, Transport::unavailability);
+    }
+
+    /** {@link #resolve(String)} with {@code unavailability} standing in for the machine's (tests). */
+    static Transport resolve(String requested, Function<Transport, Optional<String>> unavailability) {
+        String name = requested == null || requested.isBlank() ? AUTO : requested.trim().toLowerCase(Locale.ROOT);
+        if (name.equals(AUTO)) {
+            for (Transport t : values()) {
+                if (unavailability.apply(t).isEmpty()) {
+                    return t;
+                }
+            }
+        }
+        for (Transport t : values()) {
+            if (t.label.equals(name)) {
+                Optional<String> why = unavailability.apply(t);
+                if (why.isPresent()) {
+                    throw new IllegalArgumentException(ENVIRONMENT_VARIABLE + "=" + t.label
+                            + ": this machine cannot run that transport (" + why.get() + ")");
+                }
+                return t;
+            }
+        }
+        throw new IllegalArgumentException(ENVIRONMENT_VARIABLE + " must be one of " + AUTO + ", "
+                + Arrays.stream(values()).map(Transport::label).collect(Collectors.joining(", "))
+                + "; got '" + requested + "'");
+    }
+
+    /** The transport the environment asks for (see {@link #resolve}). */
+    public static Transport fromEnvironment() {
+        return resolve(System.getenv(ENVIRONMENT_VARIABLE));
+    }
+
+    public EventLoopGroup newGroup(int threads, String name) {
+        IoHandlerFactory io = switch (this) {
+            case IO_URING -> IoUringIoHandler.newFactory();
+            case EPOLL -> EpollIoHandler.newFactory();
+            case NIO -> NioIoHandler.newFactory();
+        };
         return new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory(name, true), io);
     }
 
-    public static Class<? extends ServerChannel> serverChannel() {
-        return EPOLL ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
+    /** The transport whose event loops make up {@code group}. */
+    public static Transport of(EventLoopGroup group) {
+        if (group instanceof IoEventLoopGroup io) {
+            if (io.isIoType(IoUringIoHandler.class)) {
+                return IO_URING;
+            }
+            if (io.isIoType(EpollIoHandler.class)) {
+                return EPOLL;
+            }
+            if (io.isIoType(NioIoHandler.class)) {
+                return NIO;
+            }
+        }
+        throw new IllegalArgumentException("Not an event loop group of a known transport: " + group);
     }
 
-    public static Class<? extends SocketChannel> clientChannel() {
-        return EPOLL ? EpollSocketChannel.class : NioSocketChannel.class;
+    public static Class<? extends ServerChannel> serverChannel(EventLoopGroup group) {
+        return switch (of(group)) {
+            case IO_URING -> IoUringServerSocketChannel.class;
+            case EPOLL -> EpollServerSocketChannel.class;
+            case NIO -> NioServerSocketChannel.class;
+        };
+    }
+
+    public static Class<? extends SocketChannel> clientChannel(EventLoopGroup loop) {
+        return switch (of(loop)) {
+            case IO_URING -> IoUringSocketChannel.class;
+            case EPOLL -> EpollSocketChannel.class;
+            case NIO -> NioSocketChannel.class;
+        };
     }
 }

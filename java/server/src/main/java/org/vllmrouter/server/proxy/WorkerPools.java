@@ -86,7 +86,7 @@ final class WorkerPools implements AutoCloseable {
             this.tls = tls;
             this.bootstrap = new Bootstrap()
                     .group(loop)
-                    .channel(Transport.clientChannel())
+                    .channel(Transport.clientChannel(loop))
                     .option(ChannelOption.TCP_NODELAY, true)
                     .option(ChannelOption.SO_KEEPALIVE, true)
                     .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 10_000)

@@ -68,7 +68,7 @@ public final class ControlClient {
         }
         Bootstrap bootstrap = new Bootstrap()
                 .group(loop)
-                .channel(Transport.clientChannel())
+                .channel(Transport.clientChannel(loop))
                 .option(ChannelOption.TCP_NODELAY, true)
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(10_000, Math.max(1, timeout.toMillis())))
                 .handler(new ChannelInitializer<Channel>() {

@@ -33,7 +33,7 @@ class AuthTest {
     static void start() {
         mock = MockWorkers.start(MockConfig.builder().count(1).all(k -> k.requireApiKey("good")).build());
         validator = mock.worker(0);
-        group = Transport.newGroup(1, "auth-test");
+        group = Transport.fromEnvironment().newGroup(1, "auth-test");
         loop = group.next();
     }
 

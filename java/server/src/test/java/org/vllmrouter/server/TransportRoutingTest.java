@@ -1,0 +1,78 @@
+package org.vllmrouter.server;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.net.http.HttpResponse;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.vllmrouter.mock.MockConfig;
+import org.vllmrouter.mock.MockWorker;
+import org.vllmrouter.mock.MockWorkers;
+import org.vllmrouter.server.proxy.Transport;
+
+/** A router on each socket transport this machine can run, over real sockets (the rest of the suite runs on the default one). */
+@ExtendWith(NoLeaks.class)
+class TransportRoutingTest {
+    static MockWorkers mock;
+
+    @BeforeAll
+    static void start() throws Exception {
+        mock = MockWorkers.start(MockConfig.builder().count(2).build());
+    }
+
+    @AfterAll
+    static void stop() {
+        mock.close();
+    }
+
+    static Stream<Transport> runnable() {
+        return Arrays.stream(Transport.values()).filter(t -> t.unavailability().isEmpty());
+    }
+
+    @ParameterizedTest
+    @MethodSource("runnable")
+    void aRouterOnEachTransportRoutesStreamsAndRefuses(Transport transport) throws Exception {
+        Map<String, Object> cfg = Fixture.base(mock.urls());
+        try (RouterServer router = RouterServer.start(Fixture.config(cfg),
+                RouterServer.Options.DEFAULTS.withTransport(transport))) {
+            String base = router.url();
+            assertEquals(200, TestHttp.get(base + "/health").statusCode());
+
+            // Turns of one session stay on one worker, over pooled worker connections.
+            long before = Arrays.stream(mock.workers().toArray(MockWorker[]::new)).mapToLong(MockWorker::requestCount).sum();
+            for (int turn = 0; turn < 5; turn++) {
+                HttpResponse<String> answer = TestHttp.post(base + "/v1/chat/completions", TestHttp.chat("m", "turn " + turn),
+                        "Content-Type", "application/json", "X-Session-ID", "transport-" + transport.label());
+                assertEquals(200, answer.statusCode(), answer.body());
+                assertEquals("chat.completion", TestHttp.json(answer).get("object").asText());
+            }
+            List<Long> served = mock.workers().stream().map(MockWorker::requestCount).toList();
+            assertEquals(before + 5, served.stream().mapToLong(Long::longValue).sum());
+            JsonNode sessions = TestHttp.json(TestHttp.get(base + "/sessions"));
+            assertEquals(1, sessions.get("active_sessions").asInt(), sessions.toString());
+
+            // A streamed answer arrives whole, as server-sent events ending in [DONE].
+            HttpResponse<String> stream = TestHttp.post(base + "/v1/chat/completions",
+                    "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"s\"}],\"max_tokens\":4,\"stream\":true}",
+                    "Content-Type", "application/json");
+            assertEquals(200, stream.statusCode());
+            assertTrue(stream.body().startsWith("data: ") && stream.body().strip().endsWith("data: [DONE]"), stream.body());
+
+            // Bad input is a 400 the client reads, and the router goes on serving.
+            HttpResponse<String> bad = TestHttp.post(base + "/v1/completions", "{\"prompt\":", "Content-Type", "application/json");
+            assertEquals(400, bad.statusCode());
+            assertEquals(200, TestHttp.post(base + "/finish_session?session_id=transport-" + transport.label(), "")
+                    .statusCode());
+            assertEquals(0, router.sessionStats().activeSessions());
+        }
+    }
+}
