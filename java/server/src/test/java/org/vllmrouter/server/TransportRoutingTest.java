@@ -4,7 +4,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.net.Socket;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
@@ -73,6 +78,42 @@ class TransportRoutingTest {
             assertEquals(200, TestHttp.post(base + "/finish_session?session_id=transport-" + transport.label(), "")
                     .statusCode());
             assertEquals(0, router.sessionStats().activeSessions());
+        }
+    }
+
+    /**
+     * Closing a router with idle keep-alive connections on both sides (a client's, and the pooled worker ones) leaks
+     * no buffer: on io_uring each idle connection has a receive pending with a buffer of its own, which only the
+     * completion of its cancellation gives back.
+     */
+    @ParameterizedTest
+    @MethodSource("runnable")
+    void aRouterClosedWithIdleConnectionsOnBothSidesLeaksNothing(Transport transport) throws Exception {
+        List<Socket> clients = new ArrayList<>();
+        try {
+            for (int round = 0; round < 10; round++) {
+                RouterServer router = RouterServer.start(Fixture.config(Fixture.base(mock.urls())),
+                        RouterServer.Options.DEFAULTS.withTransport(transport));
+                try {
+                    for (int c = 0; c < 4; c++) {
+                        Socket client = new Socket("127.0.0.1", router.port());
+                        clients.add(client);
+                        String body = TestHttp.chat("m", "idle " + c);
+                        client.getOutputStream().write(("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                                + "Content-Type: application/json\r\nContent-Length: " + body.length() + "\r\n\r\n" + body)
+                                .getBytes(StandardCharsets.UTF_8));
+                        BufferedReader reader = new BufferedReader(new InputStreamReader(client.getInputStream(),
+                                StandardCharsets.UTF_8));
+                        assertEquals("HTTP/1.1 200 OK", reader.readLine());
+                    }
+                } finally {
+                    router.close();
+                }
+            }
+        } finally {
+            for (Socket client : clients) {
+                client.close();
+            }
         }
     }
 }

@@ -18,12 +18,15 @@ class TransportTest {
     }
 
     @Test
-    void autoTakesTheFirstRunnableOfIoUringEpollNio() {
-        Transport best = runnable().findFirst().orElseThrow();
-        assertEquals(best, Transport.resolve(null));
-        assertEquals(best, Transport.resolve(""));
-        assertEquals(best, Transport.resolve("auto"));
-        assertEquals(best, Transport.resolve(" AUTO "));
+    void autoTakesEpollWhereItRunsElseNioButNeverIoUring() {
+        Transport expected = Transport.EPOLL.unavailability().isEmpty() ? Transport.EPOLL : Transport.NIO;
+        assertEquals(expected, Transport.resolve(null));
+        assertEquals(expected, Transport.resolve(""));
+        assertEquals(expected, Transport.resolve("auto"));
+        assertEquals(expected, Transport.resolve(" AUTO "));
+        Function<Transport, Optional<String>> everything = t -> Optional.empty();
+        assertEquals(Transport.EPOLL, Transport.resolve("auto", everything));
+        assertEquals(Transport.IO_URING, Transport.resolve("io_uring", everything));
         assertEquals(Transport.NIO, Transport.resolve("nio"), "the JDK's own runs everywhere");
     }
 
@@ -39,10 +42,9 @@ class TransportTest {
     }
 
     @Test
-    void withoutIoUringAutoFallsBackButANamedIoUringIsRefusedWithTheReason() {
+    void aNamedTransportTheMachineCannotRunIsRefusedWithTheReason() {
         Function<Transport, Optional<String>> noIoUring =
                 t -> t == Transport.IO_URING ? Optional.of("io_uring_setup: Operation not permitted") : Optional.empty();
-        assertEquals(Transport.EPOLL, Transport.resolve("auto", noIoUring));
         assertEquals(Transport.EPOLL, Transport.resolve("epoll", noIoUring));
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> Transport.resolve("io_uring", noIoUring));
@@ -51,6 +53,7 @@ class TransportTest {
         Function<Transport, Optional<String>> onlyNio =
                 t -> t == Transport.NIO ? Optional.empty() : Optional.of("not Linux");
         assertEquals(Transport.NIO, Transport.resolve(null, onlyNio));
+        assertThrows(IllegalArgumentException.class, () -> Transport.resolve("epoll", onlyNio));
     }
 
     @Test
