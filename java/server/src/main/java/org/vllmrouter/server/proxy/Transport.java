@@ -2,6 +2,7 @@ package org.vllmrouter.server.proxy;
 
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.IoEventLoopGroup;
+import io.netty.channel.IoHandler;
 import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.ServerChannel;
@@ -23,6 +24,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
 import java.util.function.Function;
+import java.util.function.Supplier;
 import java.util.stream.Collectors;
 
 /**
@@ -43,9 +45,11 @@ import java.util.stream.Collectors;
  * from the event loop, so code that opens a connection on a loop needs to know nothing else.
  */
 public enum Transport {
-    IO_URING("io_uring"),
-    EPOLL("epoll"),
-    NIO("nio");
+    IO_URING("io_uring", IoUringIoHandler.class, IoUringIoHandler::newFactory, IoUringServerSocketChannel.class,
+            IoUringSocketChannel.class),
+    EPOLL("epoll", EpollIoHandler.class, EpollIoHandler::newFactory, EpollServerSocketChannel.class,
+            EpollSocketChannel.class),
+    NIO("nio", NioIoHandler.class, NioIoHandler::newFactory, NioServerSocketChannel.class, NioSocketChannel.class);
 
     public static final String ENVIRONMENT_VARIABLE = "VLLM_ROUTER_TRANSPORT";
     static final String AUTO = "auto";
@@ -53,9 +57,18 @@ public enum Transport {
     private static final List<Transport> AUTO_ORDER = List.of(EPOLL, NIO);
 
     private final String label;
+    private final Class<? extends IoHandler> ioHandler;
+    private final Supplier<IoHandlerFactory> ioHandlerFactory;
+    private final Class<? extends ServerChannel> serverChannel;
+    private final Class<? extends SocketChannel> clientChannel;
 
-    Transport(String label) {
+    Transport(String label, Class<? extends IoHandler> ioHandler, Supplier<IoHandlerFactory> ioHandlerFactory,
+              Class<? extends ServerChannel> serverChannel, Class<? extends SocketChannel> clientChannel) {
         this.label = label;
+        this.ioHandler = ioHandler;
+        this.ioHandlerFactory = ioHandlerFactory;
+        this.serverChannel = serverChannel;
+        this.clientChannel = clientChannel;
     }
 
     public String label() {
@@ -116,43 +129,26 @@ public enum Transport {
     }
 
     public EventLoopGroup newGroup(int threads, String name) {
-        IoHandlerFactory io = switch (this) {
-            case IO_URING -> IoUringIoHandler.newFactory();
-            case EPOLL -> EpollIoHandler.newFactory();
-            case NIO -> NioIoHandler.newFactory();
-        };
-        return new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory(name, true), io);
+        return new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory(name, true), ioHandlerFactory.get());
     }
 
     /** The transport whose event loops make up {@code group}. */
     public static Transport of(EventLoopGroup group) {
         if (group instanceof IoEventLoopGroup io) {
-            if (io.isIoType(IoUringIoHandler.class)) {
-                return IO_URING;
-            }
-            if (io.isIoType(EpollIoHandler.class)) {
-                return EPOLL;
-            }
-            if (io.isIoType(NioIoHandler.class)) {
-                return NIO;
+            for (Transport t : values()) {
+                if (io.isIoType(t.ioHandler)) {
+                    return t;
+                }
             }
         }
         throw new IllegalArgumentException("Not an event loop group of a known transport: " + group);
     }
 
     public static Class<? extends ServerChannel> serverChannel(EventLoopGroup group) {
-        return switch (of(group)) {
-            case IO_URING -> IoUringServerSocketChannel.class;
-            case EPOLL -> EpollServerSocketChannel.class;
-            case NIO -> NioServerSocketChannel.class;
-        };
+        return of(group).serverChannel;
     }
 
     public static Class<? extends SocketChannel> clientChannel(EventLoopGroup loop) {
-        return switch (of(loop)) {
-            case IO_URING -> IoUringSocketChannel.class;
-            case EPOLL -> EpollSocketChannel.class;
-            case NIO -> NioSocketChannel.class;
-        };
+        return of(loop).clientChannel;
     }
 }
