@@ -7,6 +7,8 @@ import io.netty.channel.ChannelOption;
 import io.netty.channel.ChannelPipeline;
 import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
+import io.netty.channel.group.ChannelGroup;
+import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpObjectAggregator;
 import io.netty.handler.codec.http.HttpServerCodec;
@@ -14,6 +16,7 @@ import io.netty.handler.codec.http.cors.CorsConfig;
 import io.netty.handler.codec.http.cors.CorsConfigBuilder;
 import io.netty.handler.codec.http.cors.CorsHandler;
 import io.netty.handler.timeout.IdleStateHandler;
+import io.netty.util.concurrent.GlobalEventExecutor;
 import io.netty.util.concurrent.Ticker;
 import java.net.InetSocketAddress;
 import java.time.Duration;
@@ -84,9 +87,12 @@ public final class RouterServer implements AutoCloseable {
     /** Idle sessions are swept off the routing path this often, a bounded batch per policy at a time. */
     private static final int SWEEP_INTERVAL_SECS = 10;
     private static final int SWEEP_BATCH = 10_000;
+    /** How long {@link #close()} waits for the open connections to close before it stops the event loops. */
+    private static final long CONNECTIONS_CLOSE_MILLIS = 2_000;
 
     private final RouterConfig config;
     private final EventLoopGroup group;
+    private final ChannelGroup connections;
     private final WorkerRegistry workers;
     private final PolicyRegistry policies;
     private final Proxy proxy;
@@ -100,11 +106,12 @@ public final class RouterServer implements AutoCloseable {
     private final Object closeLock = new Object();
     private boolean closed;
 
-    private RouterServer(RouterConfig config, EventLoopGroup group, WorkerRegistry workers, PolicyRegistry policies,
+    private RouterServer(RouterConfig config, EventLoopGroup group, ChannelGroup connections, WorkerRegistry workers, PolicyRegistry policies,
                          Proxy proxy, InFlightRequests inFlight, HealthChecker healthChecker, WorkerDiscovery discovery,
                          KvPlacement kv, ScheduledFuture<?> sweeper, Channel listener, Channel metricsListener) {
         this.config = config;
         this.group = group;
+        this.connections = connections;
         this.workers = workers;
         this.policies = policies;
         this.proxy = proxy;
@@ -162,14 +169,17 @@ public final class RouterServer implements AutoCloseable {
         }
         Map<String, StaticKvSources.Source> staticKvSources = StaticKvSources.of(config);
         WorkerTls workerTls = options.workerTls() != null ? options.workerTls() : WorkerTls.fromEnvironment();
-        ControlClient client = new ControlClient(workerTls);
+        // Every connection, accepted or to a worker, so close() can end them all before it stops the loops.
+        ChannelGroup connections = new DefaultChannelGroup("vllm-router", GlobalEventExecutor.INSTANCE);
+        ControlClient client = new ControlClient(workerTls, connections);
         SessionStore sessionStore = openSessionStore(config);
         EventLoopGroup group = transport.newGroup(Math.max(1, Runtime.getRuntime().availableProcessors()), "vllm-router");
         PolicyRegistry policies = new PolicyRegistry(config, sessionStore);
         WorkerRegistry workers = new WorkerRegistry();
         RouterMetrics metrics = new RouterMetrics(workers::all, policies::sessionStats, sessionStore::degraded);
         WorkerCalls calls = new WorkerCalls(metrics);
-        Proxy proxy = new Proxy(workers, calls, metrics, config.requestTimeoutSecs(), workerTls);
+        Proxy proxy = new Proxy(workers, calls, metrics, config.requestTimeoutSecs(), workerTls,
+                connections);
         HealthChecker healthChecker = null;
         WorkerDiscovery discovery = null;
         KvPlacement kv = null;
@@ -179,7 +189,8 @@ public final class RouterServer implements AutoCloseable {
             WorkerFactory factory = new WorkerFactory(config, metrics);
             List<Worker> initial = initialWorkers(config, factory);
             EventLoop control = group.next();
-            kv = kvPlacement(config, staticKvSources, policies, workers, client, workerTls, control, metrics);
+            kv = kvPlacement(config, staticKvSources, policies, workers, client, workerTls, connections, control,
+                    metrics);
             awaitStartupHealth(config, client, control, initial);
             initial.forEach(workers::add);
 
@@ -202,13 +213,13 @@ public final class RouterServer implements AutoCloseable {
                     client, kv);
             InFlightRequests inFlight = new InFlightRequests();
             listener = bind(group, config.host(), config.port(), routerInitializer(config, routes, inFlight, metrics,
-                    options.clientReadTimeout()),
+                    options.clientReadTimeout(), connections),
                     "router");
             Channel metricsListener = bind(group, config.effectivePrometheusHost(), config.effectivePrometheusPort(),
-                    metricsInitializer(metrics), "Prometheus");
+                    metricsInitializer(metrics, connections), "Prometheus");
             LOG.info("Router ready | workers: " + workers.all().stream().map(Worker::shownUrl).toList());
             LOG.info("Starting server on " + config.host() + ":" + ((InetSocketAddress) listener.localAddress()).getPort());
-            return new RouterServer(config, group, workers, policies, proxy, inFlight, healthChecker, discovery, kv,
+            return new RouterServer(config, group, connections, workers, policies, proxy, inFlight, healthChecker, discovery, kv,
                     sweeper, listener, metricsListener);
         } catch (RouterStartException | RuntimeException e) {
             if (discovery != null) {
@@ -228,6 +239,7 @@ public final class RouterServer implements AutoCloseable {
             }
             proxy.close();
             policies.close();
+            closeAll(connections);
             group.shutdownGracefully(0, 0, TimeUnit.SECONDS).syncUninterruptibly();
             throw e;
         }
@@ -239,7 +251,8 @@ public final class RouterServer implements AutoCloseable {
      */
     private static KvPlacement kvPlacement(RouterConfig config, Map<String, StaticKvSources.Source> sources,
                                            PolicyRegistry policies, WorkerRegistry workers, ControlClient client,
-                                           WorkerTls tls, EventLoop control, RouterMetrics metrics) {
+                                           WorkerTls tls, ChannelGroup connections, EventLoop control,
+                                           RouterMetrics metrics) {
         for (LoadBalancingPolicy p : policies.all()) {
             if (p instanceof KvAwarePolicy kvAware) {
                 CacheIdentity identity = sources.isEmpty() ? null : config.isPdMode()
@@ -247,7 +260,7 @@ public final class RouterServer implements AutoCloseable {
                         ? new CacheIdentity(Objects.requireNonNullElse(config.kvEventModel(), ""),
                                 StaticKvSources.PD_BLOCK_SIZE)
                         : new CacheIdentity(config.kvEventModel(), config.kvEventBlockSize());
-                return new KvPlacement(workers, client, tls, control, kvAware.settings(), sources, identity, metrics.registry(),
+                return new KvPlacement(workers, client, tls, connections, control, kvAware.settings(), sources, identity, metrics.registry(),
                         KvSubscribers.Settings.DEFAULTS);
             }
         }
@@ -304,12 +317,14 @@ public final class RouterServer implements AutoCloseable {
 
     private static ChannelInitializer<Channel> routerInitializer(RouterConfig config, RouteTable routes,
                                                                 InFlightRequests inFlight, RouterMetrics metrics,
-                                                                Duration clientReadTimeout) {
+                                                                Duration clientReadTimeout,
+                                                                ChannelGroup connections) {
         CorsConfig cors = corsConfig(config.corsAllowedOrigins());
         int maxBody = (int) Math.min(Integer.MAX_VALUE, config.maxPayloadSize());
         return new ChannelInitializer<>() {
             @Override
             protected void initChannel(Channel ch) {
+                connections.add(ch);
                 ChannelPipeline p = ch.pipeline();
                 ClientReadDeadline readDeadline = new ClientReadDeadline(clientReadTimeout);
                 p.addLast(readDeadline);
@@ -342,11 +357,12 @@ public final class RouterServer implements AutoCloseable {
                 .build();
     }
 
-    private static ChannelInitializer<Channel> metricsInitializer(RouterMetrics metrics) {
+    private static ChannelInitializer<Channel> metricsInitializer(RouterMetrics metrics, ChannelGroup connections) {
         MetricsHandler handler = new MetricsHandler(metrics);
         return new ChannelInitializer<>() {
             @Override
             protected void initChannel(Channel ch) {
+                connections.add(ch);
                 ch.pipeline().addLast(new HttpServerCodec(), new HttpObjectAggregator(64 * 1024), handler);
             }
         };
@@ -442,6 +458,17 @@ public final class RouterServer implements AutoCloseable {
         sweeper.cancel(false);
         proxy.close();
         policies.close();
+        closeAll(connections);
         group.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
+    }
+
+    /**
+     * Closes every connection and waits, boundedly, until they have closed. A loop that stops with a connection
+     * still open closes it itself, but io_uring's loop then tears its ring down without waiting for a receive
+     * still in flight, and that receive's buffer is never released; a connection closed first closes only once its
+     * pending receive has ended, so no buffer is left behind on any transport.
+     */
+    private static void closeAll(ChannelGroup connections) {
+        connections.close().awaitUninterruptibly(CONNECTIONS_CLOSE_MILLIS);
     }
 }

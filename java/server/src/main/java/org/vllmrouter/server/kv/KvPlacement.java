@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.channel.EventLoop;
+import io.netty.channel.group.ChannelGroup;
 import io.netty.handler.codec.http.DefaultHttpHeaders;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.HttpHeaderNames;
@@ -92,13 +93,14 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
      * {@code --pd-kv-events} for prefill workers); they are subscribed under {@code staticIdentity} without asking the
      * worker. Every other worker is asked.
      */
-    public KvPlacement(WorkerRegistry workers, ControlClient client, WorkerTls tls, EventLoop control,
+    public KvPlacement(WorkerRegistry workers, ControlClient client, WorkerTls tls, ChannelGroup connections,
+                       EventLoop control,
                        KvAwarePolicy.Settings credits,
                        Map<String, StaticKvSources.Source> staticSources, CacheIdentity staticIdentity,
                        PrometheusRegistry registry, KvSubscribers.Settings subscriberSettings) {
         this.workers = workers;
         this.client = client;
-        this.render = new RenderClient(tls);
+        this.render = new RenderClient(tls, connections);
         this.staticSources = staticSources;
         this.staticIdentity = staticIdentity;
         this.control = control;

@@ -9,6 +9,7 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoop;
 import io.netty.channel.SimpleChannelInboundHandler;
+import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.pool.AbstractChannelPoolHandler;
 import io.netty.channel.pool.AbstractChannelPoolMap;
 import io.netty.channel.pool.ChannelHealthChecker;
@@ -63,7 +64,7 @@ final class RenderClient implements AutoCloseable {
     private final WorkerTls tls;
     private final AbstractChannelPoolMap<PoolKey, SimpleChannelPool> pools;
 
-    RenderClient(WorkerTls tls) {
+    RenderClient(WorkerTls tls, ChannelGroup connections) {
         this.tls = tls;
         this.pools = new AbstractChannelPoolMap<>() {
             @Override
@@ -74,7 +75,7 @@ final class RenderClient implements AutoCloseable {
                         .option(ChannelOption.TCP_NODELAY, true)
                         .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 10_000)
                         .remoteAddress(WorkerAddress.of(key.baseUrl()).socketAddress());
-                return new SimpleChannelPool(bootstrap, new PipelineOfRenderConnection(), ChannelHealthChecker.ACTIVE,
+                return new SimpleChannelPool(bootstrap, new PipelineOfRenderConnection(connections), ChannelHealthChecker.ACTIVE,
                         true, true);
             }
         };
@@ -172,8 +173,15 @@ final class RenderClient implements AutoCloseable {
     }
 
     private static final class PipelineOfRenderConnection extends AbstractChannelPoolHandler {
+        private final ChannelGroup connections;
+
+        PipelineOfRenderConnection(ChannelGroup connections) {
+            this.connections = connections;
+        }
+
         @Override
         public void channelCreated(Channel ch) {
+            connections.add(ch);
             ch.pipeline().addLast(new HttpClientCodec(), new HttpObjectAggregator(MAX_REPLY_BYTES),
                     new IdleStateHandler(0, 0, IDLE_CLOSE_SECS, TimeUnit.SECONDS), new ReplyHandler());
         }

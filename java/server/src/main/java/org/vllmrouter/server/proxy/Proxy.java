@@ -1,6 +1,7 @@
 package org.vllmrouter.server.proxy;
 
 import io.netty.channel.EventLoop;
+import io.netty.channel.group.ChannelGroup;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import org.vllmrouter.core.worker.WorkerRegistry;
@@ -22,11 +23,11 @@ public final class Proxy implements AutoCloseable {
 
     /**
      * {@code requestTimeoutSecs} bounds a whole exchange, the relayed answer included, as upstream does; {@code tls}
-     * secures the connections to {@code https} workers.
+     * secures the connections to {@code https} workers, which join {@code connections} until they close.
      */
     public Proxy(WorkerRegistry workers, WorkerCalls calls, RouterMetrics metrics, int requestTimeoutSecs,
-                 WorkerTls tls) {
-        this.pools = new WorkerPools(tls);
+                 WorkerTls tls, ChannelGroup connections) {
+        this.pools = new WorkerPools(tls, connections);
         this.workers = workers;
         this.calls = calls;
         this.metrics = metrics;

@@ -6,6 +6,7 @@ import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoop;
+import io.netty.channel.group.ChannelGroup;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.Promise;
 import java.util.ArrayDeque;
@@ -35,10 +36,12 @@ final class WorkerPools implements AutoCloseable {
     private static final long SWEEP_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
 
     private final WorkerTls tls;
+    private final ChannelGroup connections;
     private final ConcurrentHashMap<EventLoop, PoolsOfLoop> byLoop = new ConcurrentHashMap<>();
 
-    WorkerPools(WorkerTls tls) {
+    WorkerPools(WorkerTls tls, ChannelGroup connections) {
         this.tls = tls;
+        this.connections = connections;
     }
 
     /** An idle connection to the worker, or null when there is none; call on {@code loop}. */
@@ -64,7 +67,7 @@ final class WorkerPools implements AutoCloseable {
     }
 
     private PoolsOfLoop poolsOf(EventLoop loop) {
-        return byLoop.computeIfAbsent(loop, l -> new PoolsOfLoop(l, tls));
+        return byLoop.computeIfAbsent(loop, l -> new PoolsOfLoop(l, tls, connections));
     }
 
     @Override
@@ -81,7 +84,7 @@ final class WorkerPools implements AutoCloseable {
         private final HashMap<String, ArrayDeque<BackendHandler>> idleByWorker = new HashMap<>();
         private ScheduledFuture<?> sweep;
 
-        PoolsOfLoop(EventLoop loop, WorkerTls tls) {
+        PoolsOfLoop(EventLoop loop, WorkerTls tls, ChannelGroup connections) {
             this.loop = loop;
             this.tls = tls;
             this.bootstrap = new Bootstrap()
@@ -93,6 +96,7 @@ final class WorkerPools implements AutoCloseable {
                     .handler(new ChannelInitializer<Channel>() {
                         @Override
                         protected void initChannel(Channel ch) {
+                            connections.add(ch);
                             ch.pipeline().addLast(HttpCodecs.client(), new BackendHandler());
                         }
                     });

@@ -12,6 +12,7 @@ import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoop;
 import io.netty.channel.SimpleChannelInboundHandler;
+import io.netty.channel.group.ChannelGroup;
 import io.netty.handler.codec.http.DefaultFullHttpRequest;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.FullHttpResponse;
@@ -51,9 +52,12 @@ public final class ControlClient {
     private static final int MAX_REPLY_BYTES = 64 * 1024 * 1024;
 
     private final WorkerTls tls;
+    private final ChannelGroup connections;
 
-    public ControlClient(WorkerTls tls) {
+    /** Each connection joins {@code connections} until it closes, so its router can close it on the way out. */
+    public ControlClient(WorkerTls tls, ChannelGroup connections) {
         this.tls = tls;
+        this.connections = connections;
     }
 
     public CompletableFuture<Reply> send(EventLoop loop, HttpMethod method, String baseUrl, String target,
@@ -74,6 +78,7 @@ public final class ControlClient {
                 .handler(new ChannelInitializer<Channel>() {
                     @Override
                     protected void initChannel(Channel ch) {
+                        connections.add(ch);
                         ch.pipeline().addLast(new HttpClientCodec(), new HttpObjectAggregator(MAX_REPLY_BYTES),
                                 new ReplyHandler(result));
                     }

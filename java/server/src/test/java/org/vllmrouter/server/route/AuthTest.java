@@ -8,8 +8,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
+import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.handler.codec.http.DefaultHttpHeaders;
 import io.netty.handler.codec.http.HttpHeaders;
+import io.netty.util.concurrent.GlobalEventExecutor;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -43,7 +45,8 @@ class AuthTest {
         mock.close();
     }
 
-    private static final ControlClient CLIENT = new ControlClient(WorkerTls.fromEnvironment());
+    private static final ControlClient CLIENT = new ControlClient(WorkerTls.fromEnvironment(),
+            new DefaultChannelGroup(GlobalEventExecutor.INSTANCE));
 
     private static HttpHeaders bearer(String token) {
         return new DefaultHttpHeaders().set("Authorization", "Bearer " + token);
