@@ -28,15 +28,13 @@ import java.util.function.Supplier;
 import java.util.stream.Collectors;
 
 /**
- * The socket layer under the router's event loops: epoll where the platform has it, else the JDK's NIO, or io_uring
- * when asked for. io_uring is the faster one: proxying on loopback at 64 connections it took 14.0 us of CPU per
- * request against epoll's 16.6 (interleaved runs, same build), mostly kernel time, since one {@code io_uring_enter}
- * submits a whole round's reads and writes and waits for the next completions where epoll makes a syscall for each.
- * It is not the default because Netty's io_uring channels (4.2.18) still lose a receive buffer now and then: the
- * leak detector found one in about one run in five of the kv_aware suite, always a first read scheduled when the
- * socket became readable and never completed, which epoll never showed; and the transport's record has fresh
- * fixes of that family (responses that never completed on reused keep-alive connections, netty#17049). A router
- * that serves hours-long training runs should not carry that for a sixth of its CPU.
+ * The socket layer under the router's event loops: io_uring where the kernel allows it, else epoll, else the JDK's
+ * NIO. io_uring is the cheaper one: proxying on loopback at 64 connections it took 14.0 us of CPU per request against
+ * epoll's 16.6 (interleaved runs, same build), mostly kernel time, since one {@code io_uring_enter} submits a whole
+ * round's reads and writes and waits for the next completions where epoll makes a syscall for each. Containers often
+ * forbid it (Docker's default seccomp profile, {@code kernel.io_uring_disabled}); Netty then reports it unavailable
+ * and {@code auto} takes epoll. {@code VLLM_ROUTER_TRANSPORT=epoll} keeps a router off io_uring on a machine that
+ * has it.
  *
  * <p>{@code VLLM_ROUTER_TRANSPORT} ({@code auto}, {@code io_uring}, {@code epoll}, {@code nio}) chooses; a transport
  * named there that the machine cannot run stops the router at start rather than quietly running another.
@@ -54,7 +52,7 @@ public enum Transport {
     public static final String ENVIRONMENT_VARIABLE = "VLLM_ROUTER_TRANSPORT";
     static final String AUTO = "auto";
     /** What {@code auto} takes, the first that runs here. */
-    private static final List<Transport> AUTO_ORDER = List.of(EPOLL, NIO);
+    private static final List<Transport> AUTO_ORDER = List.of(IO_URING, EPOLL, NIO);
 
     private final String label;
     private final Class<? extends IoHandler> ioHandler;
@@ -90,7 +88,7 @@ public enum Transport {
 
     /**
      * The transport that {@code requested} (the environment variable's value; null or blank means {@code auto})
-     * names; {@code auto} is epoll where it runs, else NIO.
+     * names; {@code auto} is the first of io_uring, epoll and NIO that runs here.
      *
      * @throws IllegalArgumentException naming the accepted values, or why the named transport cannot run here
      */
