@@ -173,7 +173,10 @@ public final class RouterServer implements AutoCloseable {
         ChannelGroup connections = new DefaultChannelGroup("vllm-router", GlobalEventExecutor.INSTANCE);
         ControlClient client = new ControlClient(workerTls, connections);
         SessionStore sessionStore = openSessionStore(config);
-        EventLoopGroup group = transport.newGroup(Math.max(1, Runtime.getRuntime().availableProcessors()), "vllm-router");
+        int loops = Math.max(1, Runtime.getRuntime().availableProcessors());
+        EventLoopGroup group = transport.newGroup(loops, "vllm-router");
+        // auto depends on the kernel (and a container's seccomp profile), so say which one runs.
+        LOG.info("Event loops: " + loops + " on " + transport.label());
         PolicyRegistry policies = new PolicyRegistry(config, sessionStore);
         WorkerRegistry workers = new WorkerRegistry();
         RouterMetrics metrics = new RouterMetrics(workers::all, policies::sessionStats, sessionStore::degraded);

@@ -11,8 +11,13 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
+import java.util.logging.Handler;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -27,6 +32,8 @@ import org.vllmrouter.server.proxy.Transport;
 /** A router on each socket transport this machine can run, over real sockets (the rest of the suite runs on the default one). */
 @ExtendWith(NoLeaks.class)
 class TransportRoutingTest {
+    /** Held so that the handler added to it stays on the logger the router writes to. */
+    private static final Logger ROUTER_LOG = Logger.getLogger(RouterServer.class.getName());
     static MockWorkers mock;
 
     @BeforeAll
@@ -47,8 +54,33 @@ class TransportRoutingTest {
     @MethodSource("runnable")
     void aRouterOnEachTransportRoutesStreamsAndRefuses(Transport transport) throws Exception {
         Map<String, Object> cfg = Fixture.base(mock.urls());
-        try (RouterServer router = RouterServer.start(Fixture.config(cfg),
-                RouterServer.Options.DEFAULTS.withTransport(transport))) {
+        List<String> logged = Collections.synchronizedList(new ArrayList<>());
+        Handler capture = new Handler() {
+            @Override
+            public void publish(LogRecord record) {
+                logged.add(record.getMessage());
+            }
+
+            @Override
+            public void flush() {}
+
+            @Override
+            public void close() {}
+        };
+        Level level = ROUTER_LOG.getLevel();
+        ROUTER_LOG.setLevel(Level.INFO);
+        ROUTER_LOG.addHandler(capture);
+        RouterServer started;
+        try {
+            started = RouterServer.start(Fixture.config(cfg), RouterServer.Options.DEFAULTS.withTransport(transport));
+        } finally {
+            ROUTER_LOG.removeHandler(capture);
+            ROUTER_LOG.setLevel(level);
+        }
+        try (RouterServer router = started) {
+            // Which transport runs is in the start-up log, since auto's choice depends on the kernel.
+            int loops = Math.max(1, Runtime.getRuntime().availableProcessors());
+            assertTrue(logged.contains("Event loops: " + loops + " on " + transport.label()), logged.toString());
             String base = router.url();
             assertEquals(200, TestHttp.get(base + "/health").statusCode());
 
