@@ -36,11 +36,7 @@ class ListenerTest {
             CountDownLatch release = new CountDownLatch(1);
             router.listener().eventLoop().execute(() -> {
                 holding.countDown();
-                try {
-                    release.await();
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
+                await(release);
             });
             holding.await();
             try {
