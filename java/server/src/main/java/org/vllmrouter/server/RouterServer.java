@@ -114,9 +114,10 @@ public final class RouterServer implements AutoCloseable {
     private final Object closeLock = new Object();
     private boolean closed;
 
-    private RouterServer(RouterConfig config, EventLoopGroup group, ChannelGroup connections, WorkerRegistry workers, PolicyRegistry policies,
-                         Proxy proxy, InFlightRequests inFlight, HealthChecker healthChecker, WorkerDiscovery discovery,
-                         KvPlacement kv, ScheduledFuture<?> sweeper, Channel listener, Channel metricsListener) {
+    private RouterServer(RouterConfig config, EventLoopGroup group, ChannelGroup connections, WorkerRegistry workers,
+                         PolicyRegistry policies, Proxy proxy, InFlightRequests inFlight, HealthChecker healthChecker,
+                         WorkerDiscovery discovery, KvPlacement kv, ScheduledFuture<?> sweeper, Channel listener,
+                         Channel metricsListener) {
         this.config = config;
         this.group = group;
         this.connections = connections;
@@ -189,8 +190,7 @@ public final class RouterServer implements AutoCloseable {
         WorkerRegistry workers = new WorkerRegistry();
         RouterMetrics metrics = new RouterMetrics(workers::all, policies::sessionStats, sessionStore::degraded);
         WorkerCalls calls = new WorkerCalls(metrics);
-        Proxy proxy = new Proxy(workers, calls, metrics, config.requestTimeoutSecs(), workerTls,
-                connections);
+        Proxy proxy = new Proxy(workers, calls, metrics, config.requestTimeoutSecs(), workerTls, connections);
         HealthChecker healthChecker = null;
         WorkerDiscovery discovery = null;
         KvPlacement kv = null;
@@ -230,8 +230,8 @@ public final class RouterServer implements AutoCloseable {
                     metricsInitializer(metrics, connections), "Prometheus");
             LOG.info("Router ready | workers: " + workers.all().stream().map(Worker::shownUrl).toList());
             LOG.info("Starting server on " + config.host() + ":" + ((InetSocketAddress) listener.localAddress()).getPort());
-            return new RouterServer(config, group, connections, workers, policies, proxy, inFlight, healthChecker, discovery, kv,
-                    sweeper, listener, metricsListener);
+            return new RouterServer(config, group, connections, workers, policies, proxy, inFlight, healthChecker,
+                    discovery, kv, sweeper, listener, metricsListener);
         } catch (RouterStartException | RuntimeException e) {
             if (discovery != null) {
                 discovery.close();
@@ -271,8 +271,8 @@ public final class RouterServer implements AutoCloseable {
                         ? new CacheIdentity(Objects.requireNonNullElse(config.kvEventModel(), ""),
                                 StaticKvSources.PD_BLOCK_SIZE)
                         : new CacheIdentity(config.kvEventModel(), config.kvEventBlockSize());
-                return new KvPlacement(workers, client, tls, connections, control, kvAware.settings(), sources, identity, metrics.registry(),
-                        KvSubscribers.Settings.DEFAULTS);
+                return new KvPlacement(workers, client, tls, connections, control, kvAware.settings(), sources,
+                        identity, metrics.registry(), KvSubscribers.Settings.DEFAULTS);
             }
         }
         return null;
@@ -384,9 +384,10 @@ public final class RouterServer implements AutoCloseable {
         ServerBootstrap bootstrap = new ServerBootstrap()
                 .group(group)
                 .channel(Transport.serverChannel(group))
-                // As many connections as the kernel allows (net.core.somaxconn) wait to be accepted, not 1024 (upstream's,
-                // tokio's default): past 1024, a trainer opening thousands at once had its connections' SYNs dropped
-                // and retried a second or more later (2,048 opened at once: 6,171 listen overflows in 20 s).
+                // As many connections as the kernel allows (net.core.somaxconn) wait to be accepted, not 1024
+                // (upstream's, tokio's default): past 1024, a trainer opening thousands at once had its connections'
+                // SYNs dropped and retried a second or more later (2,048 opened at once: 6,171 listen overflows in
+                // 20 s).
                 .option(ChannelOption.SO_BACKLOG, NetUtil.SOMAXCONN)
                 .option(ChannelOption.SO_REUSEADDR, true)
                 .option(ChannelOption.RCVBUF_ALLOCATOR, acceptBatches())
@@ -409,7 +410,8 @@ public final class RouterServer implements AutoCloseable {
      * thousand requests over 5 s per burst).
      */
     static RecvByteBufAllocator acceptBatches() {
-        return new ServerChannelRecvByteBufAllocator().respectMaybeMoreData(false).maxMessagesPerRead(ACCEPTS_PER_WAKEUP);
+        return new ServerChannelRecvByteBufAllocator().respectMaybeMoreData(false)
+                .maxMessagesPerRead(ACCEPTS_PER_WAKEUP);
     }
 
     /** How many connections, accepted or to workers, are open now (tests). */

@@ -75,8 +75,8 @@ final class RenderClient implements AutoCloseable {
                         .option(ChannelOption.TCP_NODELAY, true)
                         .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 10_000)
                         .remoteAddress(WorkerAddress.of(key.baseUrl()).socketAddress());
-                return new SimpleChannelPool(bootstrap, new PipelineOfRenderConnection(connections), ChannelHealthChecker.ACTIVE,
-                        true, true);
+                return new SimpleChannelPool(bootstrap, new PipelineOfRenderConnection(connections),
+                        ChannelHealthChecker.ACTIVE, true, true);
             }
         };
     }

@@ -20,7 +20,6 @@ import io.netty.channel.uring.IoUringServerSocketChannel;
 import io.netty.channel.uring.IoUringSocketChannel;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import java.util.Arrays;
-import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
 import java.util.function.Function;
@@ -43,6 +42,7 @@ import java.util.stream.Collectors;
  * from the event loop, so code that opens a connection on a loop needs to know nothing else.
  */
 public enum Transport {
+    // Declared in the order auto prefers them.
     IO_URING("io_uring", IoUringIoHandler.class, IoUringIoHandler::newFactory, IoUringServerSocketChannel.class,
             IoUringSocketChannel.class),
     EPOLL("epoll", EpollIoHandler.class, EpollIoHandler::newFactory, EpollServerSocketChannel.class,
@@ -51,8 +51,6 @@ public enum Transport {
 
     public static final String ENVIRONMENT_VARIABLE = "VLLM_ROUTER_TRANSPORT";
     static final String AUTO = "auto";
-    /** What {@code auto} takes, the first that runs here. */
-    private static final List<Transport> AUTO_ORDER = List.of(IO_URING, EPOLL, NIO);
 
     private final String label;
     private final Class<? extends IoHandler> ioHandler;
@@ -100,7 +98,7 @@ public enum Transport {
     static Transport resolve(String requested, Function<Transport, Optional<String>> unavailability) {
         String name = requested == null || requested.isBlank() ? AUTO : requested.trim().toLowerCase(Locale.ROOT);
         if (name.equals(AUTO)) {
-            for (Transport t : AUTO_ORDER) {
+            for (Transport t : values()) {
                 if (unavailability.apply(t).isEmpty()) {
                     return t;
                 }
