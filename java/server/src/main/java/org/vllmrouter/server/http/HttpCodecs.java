@@ -2,7 +2,6 @@ package org.vllmrouter.server.http;
 
 import io.netty.handler.codec.http.DefaultHttpHeaders;
 import io.netty.handler.codec.http.DefaultHttpHeadersFactory;
-import io.netty.handler.codec.http.HttpClientCodec;
 import io.netty.handler.codec.http.HttpDecoderConfig;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaders;
@@ -10,7 +9,8 @@ import io.netty.handler.codec.http.HttpHeadersFactory;
 import io.netty.handler.codec.http.HttpServerCodec;
 
 /**
- * The HTTP codecs of the proxy path, Netty's own with two changes.
+ * The HTTP codecs of the proxy path, Netty's own with two changes here (and, for worker connections, the header
+ * names of {@link WorkerCodec}).
  *
  * <p>The trailer set of every decoded message starts small. The decoder gives each message's last part a trailer
  * set, although a body with a length (nearly every request and answer the router sees) has none; at the default
@@ -78,8 +78,8 @@ public final class HttpCodecs {
                 .setTrailersFactory(SMALL_TRAILERS));
     }
 
-    /** Netty's defaults otherwise, as {@code new HttpClientCodec()}. */
-    public static HttpClientCodec client() {
-        return new HttpClientCodec(new HttpDecoderConfig().setTrailersFactory(SMALL_TRAILERS), false, false);
+    /** The codec of a connection to a worker ({@link WorkerCodec}), with Netty's decoder limits. */
+    public static WorkerCodec client() {
+        return new WorkerCodec(new HttpDecoderConfig().setTrailersFactory(SMALL_TRAILERS));
     }
 }

@@ -1,0 +1,86 @@
+package org.vllmrouter.server.http;
+
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.CombinedChannelDuplexHandler;
+import io.netty.handler.codec.http.HttpDecoderConfig;
+import io.netty.handler.codec.http.HttpMessage;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpRequest;
+import io.netty.handler.codec.http.HttpRequestEncoder;
+import io.netty.handler.codec.http.HttpResponse;
+import io.netty.handler.codec.http.HttpResponseDecoder;
+import io.netty.handler.codec.http.HttpStatusClass;
+import io.netty.util.AsciiString;
+import java.util.ArrayDeque;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * The codec of a connection to a worker: Netty's request encoder and response decoder, paired the way Netty's
+ * {@code HttpClientCodec} pairs them (an answer to HEAD has no body, whatever its headers say), with one change:
+ * a response's header names come from a small cache of the names this connection has already seen.
+ *
+ * <p>A worker sends the same few header names on every answer (date, server, content-type, content-length), and
+ * Netty's response decoder makes a new name, two objects and a hash, for each of them on every response: about a
+ * twentieth of the proxy path's allocation. Its request decoder already shares the common names; the response
+ * decoder has no such list, so this one learns the names from the connection instead, with their case as sent.
+ *
+ * <p>Unlike {@code HttpClientCodec}, a CONNECT answer gets no tunnel: the router never forwards a CONNECT of
+ * authority form, so an answer to one is read by its own framing like any other.
+ */
+public final class WorkerCodec
+        extends CombinedChannelDuplexHandler<WorkerCodec.ResponseDecoder, WorkerCodec.RequestEncoder> {
+    /** The methods of the requests sent and not yet answered, oldest first. */
+    private final ArrayDeque<HttpMethod> unanswered = new ArrayDeque<>(2);
+
+    WorkerCodec(HttpDecoderConfig config) {
+        init(new ResponseDecoder(config), new RequestEncoder());
+    }
+
+    final class RequestEncoder extends HttpRequestEncoder {
+        @Override
+        protected void encode(ChannelHandlerContext ctx, Object msg, List<Object> out) throws Exception {
+            if (msg instanceof HttpRequest request) {
+                unanswered.addLast(request.method());
+            }
+            super.encode(ctx, msg, out);
+        }
+    }
+
+    final class ResponseDecoder extends HttpResponseDecoder {
+        private static final int CACHED_NAMES = 16;
+        /** Header names by a hash of their bytes; a collision replaces the older name. */
+        private final AsciiString[] names = new AsciiString[CACHED_NAMES];
+
+        ResponseDecoder(HttpDecoderConfig config) {
+            super(config);
+        }
+
+        @Override
+        protected boolean isContentAlwaysEmpty(HttpMessage msg) {
+            // An informational answer comes before the final one to the same request, which stays unanswered.
+            if (((HttpResponse) msg).status().codeClass() != HttpStatusClass.INFORMATIONAL
+                    && HttpMethod.HEAD.equals(unanswered.pollFirst())) {
+                return true;
+            }
+            return super.isContentAlwaysEmpty(msg);
+        }
+
+        @Override
+        protected AsciiString splitHeaderName(byte[] line, int start, int length) {
+            int hash = 0;
+            for (int i = start, end = start + length; i < end; i++) {
+                hash = 31 * hash + line[i];
+            }
+            int slot = (hash ^ (hash >>> 16)) & (CACHED_NAMES - 1);
+            AsciiString cached = names[slot];
+            if (cached != null && cached.length() == length && Arrays.equals(cached.array(), cached.arrayOffset(),
+                    cached.arrayOffset() + length, line, start, start + length)) {
+                return cached;
+            }
+            AsciiString name = super.splitHeaderName(line, start, length);
+            names[slot] = name;
+            return name;
+        }
+    }
+}
