@@ -16,6 +16,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BiFunction;
 import org.junit.jupiter.api.Test;
@@ -51,6 +52,37 @@ class WorkerConnectionTest {
                 assertEquals("hello", new String(in.readNBytes(5), StandardCharsets.ISO_8859_1));
             }
             assertEquals(1, worker.proxiedConnections(), "the HEAD's connection went back to the pool and served on");
+        }
+    }
+
+    @Test
+    void trailersOfAChunkedAnswerReachTheClient() throws Exception {
+        try (Worker worker = new Worker((method, n) -> "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n"
+                + "trailer: X-Checksum\r\n\r\n5\r\nhello\r\n0\r\nX-Checksum: answer-" + n + "\r\n\r\n");
+             RouterServer router = Fixture.start(Fixture.base(List.of(worker.url())));
+             Socket client = new Socket("127.0.0.1", router.port())) {
+            client.setSoTimeout(30_000);
+            for (int n = 1; n <= 2; n++) {
+                client.getOutputStream().write(
+                        "GET /probe HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.ISO_8859_1));
+                InputStream in = client.getInputStream();
+                String head = readHead(in);
+                assertTrue(head.toLowerCase(Locale.ROOT).contains("transfer-encoding: chunked"), head);
+                String expected = "5\r\nhello\r\n0\r\nX-Checksum: answer-" + n + "\r\n\r\n";
+                assertEquals(expected, new String(in.readNBytes(expected.length()), StandardCharsets.ISO_8859_1));
+            }
+        }
+    }
+
+    @Test
+    void aChunkedRequestWithTrailersIsForwardedWithItsBody() throws Exception {
+        try (Worker worker = new Worker((method, n) -> "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}");
+             RouterServer router = Fixture.start(Fixture.base(List.of(worker.url())))) {
+            String answer = TestHttp.raw(router.port(), "POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+                    + "content-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
+                    + "e\r\n{\"prompt\":\"x\"}\r\n0\r\nX-Checksum: request\r\n\r\n");
+            assertEquals(200, TestHttp.status(answer), answer);
+            assertEquals(List.of("{\"prompt\":\"x\"}"), worker.bodies());
         }
     }
 
@@ -108,6 +140,7 @@ class WorkerConnectionTest {
         private final BiFunction<String, Integer, String> answer;
         private final AtomicInteger proxied = new AtomicInteger();
         private final Set<Socket> proxiedConnections = ConcurrentHashMap.newKeySet();
+        private final List<String> bodies = new CopyOnWriteArrayList<>();
 
         Worker(BiFunction<String, Integer, String> answer) throws IOException {
             this.answer = answer;
@@ -122,6 +155,11 @@ class WorkerConnectionTest {
 
         int proxiedConnections() {
             return proxiedConnections.size();
+        }
+
+        /** The bodies of the proxied requests that had one, in order. */
+        List<String> bodies() {
+            return bodies;
         }
 
         private void accept() {
@@ -153,12 +191,21 @@ class WorkerConnectionTest {
                         }
                         line = in.readLine();
                     }
-                    in.skip(length);
+                    char[] body = new char[length];
+                    for (int read = 0, n; read < length; read += n) {
+                        n = in.read(body, read, length - read);
+                        if (n < 0) {
+                            return;
+                        }
+                    }
                     String reply;
                     if (health) {
                         reply = "HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n";
                     } else {
                         proxiedConnections.add(c);
+                        if (length > 0) {
+                            bodies.add(new String(body));
+                        }
                         reply = answer.apply(method, proxied.incrementAndGet());
                     }
                     out.write(reply.getBytes(StandardCharsets.ISO_8859_1));

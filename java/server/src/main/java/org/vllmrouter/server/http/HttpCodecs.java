@@ -12,10 +12,9 @@ import io.netty.handler.codec.http.HttpServerCodec;
  * The HTTP codecs of the proxy path, Netty's own with two changes here (and, for worker connections, the header
  * names of {@link WorkerCodec}).
  *
- * <p>The trailer set of every decoded message starts small. The decoder gives each message's last part a trailer
- * set, although a body with a length (nearly every request and answer the router sees) has none; at the default
- * size those sets were a twentieth of the proxy path's allocation. A chunked message's trailers still go in, with
- * the usual validation.
+ * <p>The trailer set of every decoded message is made only when a trailer arrives ({@link DeferredTrailers}). The
+ * decoder gives each message's last part a trailer set, although a body with a length (nearly every request and
+ * answer the router sees) has none. A chunked message's trailers still go in, with the usual validation.
  *
  * <p>A request whose Content-Length fields disagree is a decoder failure (a 400, see {@link RequestGuard}) in every
  * HTTP version. Netty refuses repeated lengths in HTTP/1.1 but, in HTTP/1.0, takes the first and drops the others,
@@ -23,15 +22,15 @@ import io.netty.handler.codec.http.HttpServerCodec;
  * the values would frame the stream differently. Identical repeated lengths still fold into one in HTTP/1.0.
  */
 public final class HttpCodecs {
-    private static final HttpHeadersFactory SMALL_TRAILERS = new HttpHeadersFactory() {
+    private static final HttpHeadersFactory DEFERRED_TRAILERS = new HttpHeadersFactory() {
         @Override
         public HttpHeaders newHeaders() {
-            return DefaultHttpHeadersFactory.trailersFactory().newEmptyHeaders();
+            return new DeferredTrailers();
         }
 
         @Override
         public HttpHeaders newEmptyHeaders() {
-            return DefaultHttpHeadersFactory.trailersFactory().newEmptyHeaders();
+            return new DeferredTrailers();
         }
     };
 
@@ -75,11 +74,11 @@ public final class HttpCodecs {
                 .setMaxHeaderSize(maxHeaderSize)
                 .setMaxChunkSize(maxChunkSize)
                 .setHeadersFactory(REQUEST_HEADERS)
-                .setTrailersFactory(SMALL_TRAILERS));
+                .setTrailersFactory(DEFERRED_TRAILERS));
     }
 
     /** The codec of a connection to a worker ({@link WorkerCodec}), with Netty's decoder limits. */
     public static WorkerCodec client() {
-        return new WorkerCodec(new HttpDecoderConfig().setTrailersFactory(SMALL_TRAILERS));
+        return new WorkerCodec(new HttpDecoderConfig().setTrailersFactory(DEFERRED_TRAILERS));
     }
 }
