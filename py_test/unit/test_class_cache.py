@@ -1,6 +1,7 @@
 """AOT class cache bookkeeping: where it lives, when it is used, when a builder starts."""
 
 import os
+import time
 
 import pytest
 
@@ -102,3 +103,58 @@ def test_no_second_builder_while_one_is_at_work(jar, builders):
     os.utime(lock, (stale, stale))
     class_cache.jvm_options(JAVA25, jar, OPTIONS)
     assert len(builders) == 1
+
+
+def _built(path, mtime):
+    """Stands for a finished build of `path`, last used at `mtime`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"cache")
+    os.utime(path, (mtime, mtime))
+
+
+def test_routers_with_other_options_keep_their_own_caches(jar):
+    defaults = class_cache.cache_path(JAVA25, jar, OPTIONS)
+    larger_heap = class_cache.cache_path(JAVA25, jar, OPTIONS + ["-Xmx4g"])
+    _built(defaults, 1000)
+    _built(larger_heap, 2000)
+    class_cache._remove_other_caches(larger_heap)
+    assert defaults.is_file() and larger_heap.is_file()
+    assert class_cache.jvm_options(JAVA25, jar, OPTIONS)[0] == f"-XX:AOTCache={defaults}"
+
+
+def test_a_rebuilt_jar_replaces_the_cache_of_its_options_only(jar):
+    old = class_cache.cache_path(JAVA25, jar, OPTIONS)
+    other_options = class_cache.cache_path(JAVA25, jar, OPTIONS + ["-Xmx4g"])
+    _built(old, 1000)
+    _built(other_options, 1000)
+    jar.write_bytes(b"version 2")
+    new = class_cache.cache_path(JAVA25, jar, OPTIONS)
+    _built(new, 3000)
+    class_cache._remove_other_caches(new)
+    assert not old.exists()
+    assert new.is_file() and other_options.is_file()
+
+
+def test_least_recently_used_option_sets_go_beyond_the_limit(jar, builders):
+    paths = [class_cache.cache_path(JAVA25, jar, OPTIONS + [f"-Xmx{n}g"])
+             for n in range(class_cache.MAX_OPTION_SETS + 1)]
+    for n, path in enumerate(paths):
+        _built(path, 1000 + n)
+    # Using the oldest makes it the most recently used; the second oldest goes instead.
+    class_cache.jvm_options(JAVA25, jar, OPTIONS + ["-Xmx0g"])
+    newest = class_cache.cache_path(JAVA25, jar, OPTIONS + ["-Xmx9g"])
+    _built(newest, time.time() + 10)
+    class_cache._remove_other_caches(newest)
+    left = sorted(p.name for p in newest.parent.glob("engine-*.aot"))
+    assert len(left) == class_cache.MAX_OPTION_SETS
+    assert paths[0].is_file() and newest.is_file() and not paths[1].exists()
+
+
+def test_an_older_release_cache_in_the_slot_is_dropped(jar):
+    current = class_cache.cache_path(JAVA25, jar, OPTIONS)
+    slot = current.name.split("-")[1]
+    older_shape = current.with_name(f"engine-{slot}-0123456789abcdef.aot")
+    _built(older_shape, 1000)
+    _built(current, 2000)
+    class_cache._remove_other_caches(current)
+    assert not older_shape.exists() and current.is_file()

@@ -8,9 +8,15 @@ cache starts a detached builder (`python -m vllm_router.bridge.class_cache`) and
 without it; `make` builds the cache right after installing the package.
 
 The cache is keyed by the Java runtime, the jar (path, size, mtime) and the JVM options, lives
-in the user's cache directory (one file per runtime and jar location), and is written under a
-temporary name then renamed, so a JVM never sees a partial file. A cache the JVM cannot use is
-ignored by the JVM. `VLLM_ROUTER_STARTUP_CACHE=off` turns it off.
+in the user's cache directory, and is written under a temporary name then renamed, so a JVM never
+sees a partial file. A cache the JVM cannot use is ignored by the JVM.
+`VLLM_ROUTER_STARTUP_CACHE=off` turns it off.
+
+Each runtime and jar location keeps one cache per set of JVM options (a rebuilt jar replaces it),
+and at most MAX_OPTION_SETS of those, the least recently used going first: routers started with
+other $VLLM_ROUTER_JVM_OPTS (a larger heap for one job, the defaults for another) each keep their
+cache instead of deleting each other's, which made every such start run without one and pay a
+background build.
 """
 
 import argparse
@@ -38,6 +44,8 @@ MIN_JAVA_MAJOR_FOR_AOT_CACHE = 25
 QUIET_AOT_LOGGING = ["-Xlog:aot=off", "-Xlog:cds=off"]
 # A builder that has not finished by then is presumed dead; another may take over.
 STALE_BUILD_SECS = 600
+# Caches kept per runtime and jar location, one per set of JVM options (about 35 MiB each).
+MAX_OPTION_SETS = 3
 TRAINING_READY_TIMEOUT_SECS = 120
 
 
@@ -47,12 +55,12 @@ def cache_path(java: JavaRuntime, jar: Path, base_options: List[str]) -> Optiona
     if java.major_version < MIN_JAVA_MAJOR_FOR_AOT_CACHE or not startup_cache_enabled():
         return None
     stat = jar.stat()
-    # One slot per (runtime, jar location); a rebuilt jar or new options replace the slot's cache.
+    # One slot per (runtime, jar location), one cache in it per option set; a rebuilt jar replaces it.
     slot = _digest(java.executable, str(jar.resolve()))
-    version = _digest(str(java.major_version), str(stat.st_size), str(stat.st_mtime_ns),
-                      *versioned_options(java), *base_options)
+    options = _digest(str(java.major_version), *versioned_options(java), *base_options)
+    version = _digest(str(stat.st_size), str(stat.st_mtime_ns))
     cache_home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(cache_home) / "vllm-router-jvm" / f"engine-{slot}-{version}.aot"
+    return Path(cache_home) / "vllm-router-jvm" / f"engine-{slot}-{options}-{version}.aot"
 
 
 def _digest(*parts: str) -> str:
@@ -69,6 +77,10 @@ def jvm_options(java: JavaRuntime, jar: Path, base_options: List[str]) -> List[s
     if path is None:
         return []
     if path.is_file():
+        try:
+            os.utime(path)  # recently used: the last of the slot's caches to be evicted
+        except OSError:
+            pass
         return [f"-XX:AOTCache={path}", *QUIET_AOT_LOGGING]
     start_background_build(java, jar, path)
     return []
@@ -152,14 +164,26 @@ def _training_run(java: JavaRuntime, jar: Path, output: Path) -> None:
 
 
 def _remove_other_caches(keep: Path) -> None:
-    """Drop the caches of earlier jars at the same location (same slot)."""
-    slot = keep.name.split("-")[1]
-    for other in keep.parent.glob(f"engine-{slot}-*.aot"):
-        if other != keep:
-            try:
-                other.unlink()
-            except OSError:
-                pass
+    """Drop the caches of earlier jars with the same options at the same location, then the least
+    recently used option sets beyond MAX_OPTION_SETS."""
+    _, slot, options, _ = keep.name.split("-")
+    others = [other for other in keep.parent.glob(f"engine-{slot}-*.aot") if other != keep]
+    # A name of another shape is an older release's cache, which no option set uses any more.
+    stale = [other for other in others
+             if len(other.name.split("-")) != 4 or other.name.split("-")[2] == options]
+    kept = []
+    for other in others:
+        try:
+            if other not in stale:
+                kept.append((other.stat().st_mtime, other))
+        except OSError:
+            pass
+    kept.sort(reverse=True)
+    for other in stale + [other for _, other in kept[MAX_OPTION_SETS - 1:]]:
+        try:
+            other.unlink()
+        except OSError:
+            pass
 
 
 def _lock_path(path: Path) -> Path:
