@@ -2,34 +2,38 @@ package org.vllmrouter.server.worker;
 
 import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
-import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoop;
-import io.netty.channel.SimpleChannelInboundHandler;
 import io.netty.channel.group.ChannelGroup;
+import io.netty.handler.codec.DecoderResultProvider;
 import io.netty.handler.codec.http.DefaultFullHttpRequest;
+import io.netty.handler.codec.http.EmptyHttpHeaders;
 import io.netty.handler.codec.http.FullHttpRequest;
-import io.netty.handler.codec.http.FullHttpResponse;
-import io.netty.handler.codec.http.HttpClientCodec;
 import io.netty.handler.codec.http.HttpHeaderNames;
-import io.netty.handler.codec.http.HttpHeaderValues;
 import io.netty.handler.codec.http.HttpHeaders;
+import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpMethod;
-import io.netty.handler.codec.http.HttpObjectAggregator;
+import io.netty.handler.codec.http.HttpResponse;
+import io.netty.handler.codec.http.HttpStatusClass;
 import io.netty.handler.codec.http.HttpVersion;
+import io.netty.handler.codec.http.LastHttpContent;
+import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.Future;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.channels.ClosedChannelException;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import org.vllmrouter.server.http.HttpCodecs;
 import org.vllmrouter.server.proxy.Transport;
 import org.vllmrouter.server.proxy.WorkerAddress;
 import org.vllmrouter.server.proxy.WorkerTls;
@@ -79,8 +83,7 @@ public final class ControlClient {
                     @Override
                     protected void initChannel(Channel ch) {
                         connections.add(ch);
-                        ch.pipeline().addLast(new HttpClientCodec(), new HttpObjectAggregator(MAX_REPLY_BYTES),
-                                new ReplyHandler(result));
+                        ch.pipeline().addLast(HttpCodecs.client(), new ReplyHandler(result));
                     }
                 });
         ChannelFuture connect = bootstrap.connect(address.socketAddress());
@@ -115,35 +118,72 @@ public final class ControlClient {
     private static void write(Channel channel, WorkerAddress address, HttpMethod method, String target,
                               HttpHeaders extraHeaders, byte[] body, CompletableFuture<Reply> result) {
         ByteBuf content = body == null ? Unpooled.EMPTY_BUFFER : Unpooled.wrappedBuffer(body);
-        FullHttpRequest request = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, method, target, content);
+        // The data plane's header set and String values (see ReplyHandler for why).
+        HttpHeaders headers = HttpCodecs.requestHeaders();
         if (extraHeaders != null) {
-            request.headers().set(extraHeaders);
+            headers.set(extraHeaders);
         }
-        request.headers().set(HttpHeaderNames.HOST, address.hostHeader());
-        request.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
-        request.headers().setInt(HttpHeaderNames.CONTENT_LENGTH, content.readableBytes());
-        if (body != null && !request.headers().contains(HttpHeaderNames.CONTENT_TYPE)) {
-            request.headers().set(HttpHeaderNames.CONTENT_TYPE, HttpHeaderValues.APPLICATION_JSON);
+        headers.set(HttpHeaderNames.HOST, address.hostHeader());
+        headers.set(HttpHeaderNames.CONNECTION, "close");
+        headers.setInt(HttpHeaderNames.CONTENT_LENGTH, content.readableBytes());
+        if (body != null && !headers.contains(HttpHeaderNames.CONTENT_TYPE)) {
+            headers.set(HttpHeaderNames.CONTENT_TYPE, "application/json");
         }
-        channel.writeAndFlush(request).addListener((ChannelFutureListener) w -> {
-            if (!w.isSuccess()) {
-                result.completeExceptionally(w.cause());
-                w.channel().close();
-            }
-        });
+        FullHttpRequest request = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, method, target, content, headers,
+                EmptyHttpHeaders.INSTANCE);
+        channel.writeAndFlush(request, channel.voidPromise());
     }
 
-    private static final class ReplyHandler extends SimpleChannelInboundHandler<FullHttpResponse> {
+    /**
+     * Gathers the reply from its parts. Netty's aggregator would do the same, but it is also the data plane's
+     * request aggregator: replies passing through it, like control requests passing through the data plane's
+     * encoder with other types, made C2 throw out some 60 of the proxy path's compiled methods at every periodic
+     * health check under load. This path therefore uses the data plane's own codec, header set and value types, and
+     * gathers replies here.
+     */
+    private static final class ReplyHandler extends ChannelInboundHandlerAdapter {
         private final CompletableFuture<Reply> result;
+        private HttpResponse head;
+        private ByteArrayOutputStream body;
 
         ReplyHandler(CompletableFuture<Reply> result) {
             this.result = result;
         }
 
         @Override
-        protected void channelRead0(ChannelHandlerContext ctx, FullHttpResponse response) {
-            result.complete(new Reply(response.status().code(), response.headers().copy(),
-                    ByteBufUtil.getBytes(response.content())));
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            try {
+                if (msg instanceof DecoderResultProvider part && part.decoderResult().isFailure()) {
+                    fail(ctx, new IOException("Malformed reply: " + part.decoderResult().cause().getMessage()));
+                    return;
+                }
+                if (msg instanceof HttpResponse response) {
+                    // An informational answer comes before the final one; its parts are dropped.
+                    boolean informational = response.status().codeClass() == HttpStatusClass.INFORMATIONAL;
+                    head = informational ? null : response;
+                    body = informational ? null : new ByteArrayOutputStream();
+                }
+                if (msg instanceof HttpContent content && head != null) {
+                    ByteBuf bytes = content.content();
+                    if (body.size() + bytes.readableBytes() > MAX_REPLY_BYTES) {
+                        fail(ctx, new IOException("Reply larger than " + MAX_REPLY_BYTES + " bytes"));
+                        return;
+                    }
+                    bytes.getBytes(bytes.readerIndex(), body, bytes.readableBytes());
+                    if (content instanceof LastHttpContent) {
+                        result.complete(new Reply(head.status().code(), head.headers(), body.toByteArray()));
+                        ctx.close();
+                    }
+                }
+            } catch (IOException e) {
+                fail(ctx, e);
+            } finally {
+                ReferenceCountUtil.release(msg);
+            }
+        }
+
+        private void fail(ChannelHandlerContext ctx, IOException cause) {
+            result.completeExceptionally(cause);
             ctx.close();
         }
 
