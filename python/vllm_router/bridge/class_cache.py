@@ -167,15 +167,17 @@ def _remove_other_caches(keep: Path) -> None:
     """Drop the caches of earlier jars with the same options at the same location, then the least
     recently used option sets beyond MAX_OPTION_SETS."""
     _, slot, options, _ = keep.name.split("-")
-    others = [other for other in keep.parent.glob(f"engine-{slot}-*.aot") if other != keep]
-    # A name of another shape is an older release's cache, which no option set uses any more.
-    stale = [other for other in others
-             if len(other.name.split("-")) != 4 or other.name.split("-")[2] == options]
-    kept = []
-    for other in others:
+    stale, kept = [], []
+    for other in keep.parent.glob(f"engine-{slot}-*.aot"):
+        if other == keep:
+            continue
+        parts = other.name.split("-")
+        # A name of another shape is an older release's cache, which no option set uses any more.
+        if len(parts) != 4 or parts[2] == options:
+            stale.append(other)
+            continue
         try:
-            if other not in stale:
-                kept.append((other.stat().st_mtime, other))
+            kept.append((other.stat().st_mtime, other))
         except OSError:
             pass
     kept.sort(reverse=True)
@@ -184,7 +186,6 @@ def _remove_other_caches(keep: Path) -> None:
             other.unlink()
         except OSError:
             pass
-
 
 def _lock_path(path: Path) -> Path:
     return path.with_name(path.name + ".building")

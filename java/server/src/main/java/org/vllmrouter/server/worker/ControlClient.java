@@ -194,8 +194,7 @@ public final class ControlClient {
 
         @Override
         public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-            result.completeExceptionally(cause instanceof IOException ? cause : new IOException(cause));
-            ctx.close();
+            fail(ctx, cause instanceof IOException io ? io : new IOException(cause));
         }
     }
 }
