@@ -1,20 +1,13 @@
 package org.vllmrouter.core.config;
 
-import com.fasterxml.jackson.annotation.JsonProperty;
-import com.fasterxml.jackson.annotation.JsonSetter;
-import com.fasterxml.jackson.annotation.Nulls;
-import com.fasterxml.jackson.databind.DeserializationFeature;
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.PropertyNamingStrategies;
-import com.fasterxml.jackson.databind.annotation.JsonNaming;
-import com.fasterxml.jackson.databind.json.JsonMapper;
-import com.fasterxml.jackson.databind.node.JsonNodeFactory;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
+import java.util.Map;
 
 /**
  * The configuration fields as the Python {@code RouterArgs} dataclass defines them, generated from it when
@@ -24,7 +17,6 @@ import java.util.List;
  * @param fields every field in dataclass order, which is the canonical JSON order
  * @param defaultsJson the exact JSON text Python sends for {@code RouterArgs()}
  */
-@JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
 record ConfigContract(List<Field> fields, String defaultsJson) {
     static final String RESOURCE = "router-config-contract.json";
 
@@ -32,24 +24,23 @@ record ConfigContract(List<Field> fields, String defaultsJson) {
 
     /** The JSON types a field's Python annotation maps to. */
     enum JsonType {
-        @JsonProperty("string") STRING,
-        @JsonProperty("integer") INTEGER,
-        @JsonProperty("number") NUMBER,
-        @JsonProperty("boolean") BOOLEAN,
-        @JsonProperty("array") ARRAY,
-        @JsonProperty("object") OBJECT
+        STRING, INTEGER, NUMBER, BOOLEAN, ARRAY, OBJECT;
+
+        static JsonType of(String name) {
+            return valueOf(name.toUpperCase(Locale.ROOT));
+        }
     }
 
     /**
      * One field.
      *
      * @param nullable whether the annotation admits None
+     * @param defaultValue the dataclass default, a JSON value as {@link JsonValues} holds one
      * @param flagDefault the command line's default where it differs from {@code defaultValue}, else null
      * @param choices the values the field's flag accepts when it is restricted to a set, else empty
      */
-    @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
-    record Field(String name, JsonType type, boolean nullable, @JsonProperty("default") JsonNode defaultValue,
-                 JsonNode flagDefault, @JsonSetter(nulls = Nulls.AS_EMPTY) List<String> choices) {
+    record Field(String name, JsonType type, boolean nullable, Object defaultValue, Object flagDefault,
+                 List<String> choices) {
         Field {
             choices = choices == null ? List.of() : List.copyOf(choices);
         }
@@ -73,27 +64,34 @@ record ConfigContract(List<Field> fields, String defaultsJson) {
         throw new IllegalArgumentException("No config field '" + name + "' in " + RESOURCE);
     }
 
-    /** Every field's default, in field order: the configuration of {@code RouterArgs()}. */
-    ObjectNode defaults() {
-        ObjectNode defaults = JsonNodeFactory.instance.objectNode();
-        for (Field f : fields) {
-            defaults.set(f.name(), f.defaultValue().deepCopy());
-        }
-        return defaults;
-    }
-
     private static ConfigContract load() {
-        ObjectMapper mapper = JsonMapper.builder()
-                .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
-                .build();
+        Object contract;
         try (InputStream in = ConfigContract.class.getResourceAsStream(RESOURCE)) {
             if (in == null) {
                 throw new IllegalStateException(RESOURCE + " is missing from the classpath: it is generated from the "
                         + "Python RouterArgs when router-core is built with Maven (python3 on PATH)");
             }
-            return mapper.readValue(in, ConfigContract.class);
+            contract = JsonValues.read(new String(in.readAllBytes(), StandardCharsets.UTF_8));
         } catch (IOException e) {
             throw new UncheckedIOException("Cannot read " + RESOURCE, e);
+        }
+        try {
+            Map<?, ?> top = (Map<?, ?>) contract;
+            List<Field> fields = new ArrayList<>();
+            for (Object item : (List<?>) top.get("fields")) {
+                Map<?, ?> f = (Map<?, ?>) item;
+                List<String> choices = new ArrayList<>();
+                if (f.get("choices") != null) {
+                    for (Object choice : (List<?>) f.get("choices")) {
+                        choices.add((String) choice);
+                    }
+                }
+                fields.add(new Field((String) f.get("name"), JsonType.of((String) f.get("type")),
+                        (Boolean) f.get("nullable"), f.get("default"), f.get("flag_default"), choices));
+            }
+            return new ConfigContract(fields, (String) top.get("defaults_json"));
+        } catch (ClassCastException | NullPointerException | IllegalArgumentException e) {
+            throw new IllegalStateException(RESOURCE + " does not have the contract's shape: " + e.getMessage(), e);
         }
     }
 }

@@ -1,42 +1,32 @@
 package org.vllmrouter.core.config;
 
-import com.fasterxml.jackson.annotation.JsonIgnore;
-import com.fasterxml.jackson.annotation.JsonSetter;
-import com.fasterxml.jackson.annotation.Nulls;
 import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.core.exc.InputCoercionException;
-import com.fasterxml.jackson.databind.DeserializationFeature;
-import com.fasterxml.jackson.databind.JsonMappingException;
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.MapperFeature;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.PropertyNamingStrategies;
-import com.fasterxml.jackson.databind.annotation.JsonNaming;
-import com.fasterxml.jackson.databind.cfg.CoercionAction;
-import com.fasterxml.jackson.databind.cfg.CoercionInputShape;
-import com.fasterxml.jackson.databind.json.JsonMapper;
-import com.fasterxml.jackson.databind.node.ObjectNode;
-import com.fasterxml.jackson.databind.type.LogicalType;
+import java.io.IOException;
+import java.lang.reflect.Constructor;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.ParameterizedType;
+import java.lang.reflect.RecordComponent;
+import java.math.BigInteger;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-
 /**
  * The router configuration: the JSON form of the Python {@code RouterArgs} dataclass (snake_case field
  * names, the dataclass defaults for missing fields). Component order is the canonical JSON field order.
  */
-@JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
 public record RouterConfig(
-        @JsonSetter(nulls = Nulls.AS_EMPTY) List<String> workerUrls,
-        @JsonSetter(nulls = Nulls.FAIL) String host,
+        List<String> workerUrls,
+        String host,
         int port,
         boolean miniLb,
         boolean pdDisaggregation,
         boolean vllmPdDisaggregation,
-        @JsonSetter(nulls = Nulls.AS_EMPTY) List<PrefillUrl> prefillUrls,
-        @JsonSetter(nulls = Nulls.AS_EMPTY) List<String> decodeUrls,
-        @JsonSetter(nulls = Nulls.FAIL) String policy,
+        List<PrefillUrl> prefillUrls,
+        List<String> decodeUrls,
+        String policy,
         String prefillPolicy,
         String decodePolicy,
         int workerStartupTimeoutSecs,
@@ -53,14 +43,14 @@ public record RouterConfig(
         String logDir,
         String logLevel,
         boolean serviceDiscovery,
-        @JsonSetter(nulls = Nulls.AS_EMPTY) Map<String, String> selector,
+        Map<String, String> selector,
         int serviceDiscoveryPort,
         String serviceDiscoveryNamespace,
-        @JsonSetter(nulls = Nulls.AS_EMPTY) Map<String, String> prefillSelector,
-        @JsonSetter(nulls = Nulls.AS_EMPTY) Map<String, String> decodeSelector,
-        @JsonSetter(nulls = Nulls.FAIL) String bootstrapPortAnnotation,
+        Map<String, String> prefillSelector,
+        Map<String, String> decodeSelector,
+        String bootstrapPortAnnotation,
         String vllmDiscoveryAddress,
-        @JsonSetter(nulls = Nulls.FAIL) String kvConnector,
+        String kvConnector,
         Integer prometheusPort,
         String prometheusHost,
         List<String> requestIdHeaders,
@@ -69,7 +59,7 @@ public record RouterConfig(
         int queueSize,
         int queueTimeoutSecs,
         Integer rateLimitTokensPerSecond,
-        @JsonSetter(nulls = Nulls.AS_EMPTY) List<String> corsAllowedOrigins,
+        List<String> corsAllowedOrigins,
         int retryMaxRetries,
         int retryInitialBackoffMs,
         int retryMaxBackoffMs,
@@ -80,7 +70,7 @@ public record RouterConfig(
         int healthSuccessThreshold,
         int healthCheckTimeoutSecs,
         int healthCheckIntervalSecs,
-        @JsonSetter(nulls = Nulls.FAIL) String healthCheckEndpoint,
+        String healthCheckEndpoint,
         int cbFailureThreshold,
         int cbSuccessThreshold,
         int cbTimeoutDurationSecs,
@@ -93,33 +83,36 @@ public record RouterConfig(
         double kvPenaltyExternal,
         double kvPenaltyDisk,
         Integer kvAwareSessionAffinityTtlSecs,
-        @JsonSetter(nulls = Nulls.AS_EMPTY) List<String> kvEventSource,
-        @JsonSetter(nulls = Nulls.AS_EMPTY) List<String> kvEventReplaySource,
+        List<String> kvEventSource,
+        List<String> kvEventReplaySource,
         int kvEventBlockSize,
         String kvEventModel,
-        @JsonSetter(nulls = Nulls.AS_EMPTY) List<String> pdKvEvents,
+        List<String> pdKvEvents,
         boolean enableProgramScheduling,
         String programSchedulingConfigJson,
         String wasmMiddleware,
         String wasmMiddlewareSha256,
-        @JsonSetter(nulls = Nulls.AS_EMPTY) List<String> wasmMiddlewareRoutes,
-        @JsonSetter(nulls = Nulls.AS_EMPTY) List<String> apiKeyValidationUrls,
+        List<String> wasmMiddlewareRoutes,
+        List<String> apiKeyValidationUrls,
         String adminApiKey,
-        @JsonSetter(nulls = Nulls.FAIL) String sessionStore,
-        @JsonSetter(nulls = Nulls.FAIL) List<String> sessionIdHeaders,
-        @JsonSetter(nulls = Nulls.FAIL) List<String> sessionIdBodyFields,
+        String sessionStore,
+        List<String> sessionIdHeaders,
+        List<String> sessionIdBodyFields,
         int maxSessions) {
 
     /** Prometheus port used when {@code prometheus_port} is null: the flag's default (upstream always starts it). */
     public static final int DEFAULT_PROMETHEUS_PORT =
-            ConfigContract.get().field("prometheus_port").flagDefault().intValue();
+            ((Number) ConfigContract.get().field("prometheus_port").flagDefault()).intValue();
     /** Prometheus host used when {@code prometheus_host} is null: the flag's default. */
     public static final String DEFAULT_PROMETHEUS_HOST =
-            ConfigContract.get().field("prometheus_host").flagDefault().textValue();
+            (String) ConfigContract.get().field("prometheus_host").flagDefault();
 
-    private static final ObjectMapper MAPPER = strictMapper();
-
-    private static final RouterConfig DEFAULTS = readDefaults();
+    private static final RecordComponent[] COMPONENTS = RouterConfig.class.getRecordComponents();
+    private static final List<String> NAMES = jsonFieldNames();
+    private static final Constructor<RouterConfig> CANONICAL = canonicalConstructor();
+    /** The contract's defaults, one a component, as the record holds them. */
+    private static final Object[] DEFAULT_VALUES = readDefaults();
+    private static final RouterConfig DEFAULTS = construct(DEFAULT_VALUES.clone());
 
     public RouterConfig {
         workerUrls = unmodifiable(workerUrls);
@@ -147,43 +140,58 @@ public record RouterConfig(
     /**
      * Reads a configuration: fields missing from {@code json} take their defaults; an unknown field or a
      * value of the wrong type is an error naming the field. Does not {@link #validate()}.
+     *
+     * <p>The JSON types are strict, as Python sends them: a string where a number belongs (or the reverse) is an
+     * error, not a value, and so is a fraction for a whole number. A null is kept where the Python annotation admits
+     * None, stands for the empty list or object where the default is one, and is an error anywhere else.
      */
     public static RouterConfig fromJson(String json) throws ConfigException {
-        JsonNode given;
+        Object given;
         try {
-            given = MAPPER.readTree(json);
+            given = JsonValues.read(json);
         } catch (JsonProcessingException e) {
             throw new ConfigException("Invalid config JSON: " + e.getOriginalMessage());
+        } catch (IOException e) {
+            throw new ConfigException("Invalid config JSON: " + e.getMessage());
         }
-        if (given == null || !given.isObject()) {
+        if (!(given instanceof Map<?, ?> fields)) {
             throw new ConfigException("Invalid config JSON: expected a JSON object");
         }
-        ObjectNode merged = MAPPER.valueToTree(DEFAULTS);
-        for (Map.Entry<String, JsonNode> field : given.properties()) {
-            if (!merged.has(field.getKey())) {
-                throw new ConfigException("Unknown config field '" + field.getKey() + "'");
+        for (Object name : fields.keySet()) {
+            if (!NAMES.contains(name)) {
+                throw new ConfigException("Unknown config field '" + name + "'");
             }
-            merged.set(field.getKey(), field.getValue());
         }
-        try {
-            return MAPPER.treeToValue(merged, RouterConfig.class);
-        } catch (JsonMappingException e) {
-            String name = e.getPath().isEmpty() ? null : e.getPath().get(0).getFieldName();
-            throw new ConfigException(typeError(name, given, e.getOriginalMessage()));
-        } catch (InputCoercionException e) {
-            throw new ConfigException("Invalid config value: " + e.getOriginalMessage());
-        } catch (JsonProcessingException e) {
-            throw new ConfigException("Invalid config JSON: " + e.getOriginalMessage());
+        Object[] values = DEFAULT_VALUES.clone();
+        ConfigContract contract = ConfigContract.get();
+        for (int i = 0; i < COMPONENTS.length; i++) {
+            String name = NAMES.get(i);
+            if (fields.containsKey(name)) {
+                Object value = fields.get(name);
+                try {
+                    values[i] = componentValue(contract.field(name), COMPONENTS[i], value);
+                } catch (IllegalArgumentException e) {
+                    throw new ConfigException("Invalid value for config field '" + name + "': "
+                            + JsonValues.write(value) + " (" + e.getMessage() + ")");
+                }
+            }
         }
+        return construct(values);
     }
 
     /** Canonical JSON: every field, in declaration order. */
     public String toJson() {
-        try {
-            return MAPPER.writeValueAsString(this);
-        } catch (JsonProcessingException e) {
-            throw new IllegalStateException("RouterConfig is always serialisable", e);
+        Map<String, Object> fields = new LinkedHashMap<>();
+        for (int i = 0; i < COMPONENTS.length; i++) {
+            Object value;
+            try {
+                value = COMPONENTS[i].getAccessor().invoke(this);
+            } catch (ReflectiveOperationException e) {
+                throw new IllegalStateException("RouterConfig's accessors are public", e);
+            }
+            fields.put(NAMES.get(i), jsonValue(value));
         }
+        return JsonValues.write(fields);
     }
 
     /**
@@ -196,29 +204,24 @@ public record RouterConfig(
     }
 
     /** The prefill/decode disaggregation flavour; {@code vllm_pd_disaggregation} wins when both are set. */
-    @JsonIgnore
     public PdMode pdMode() {
         return vllmPdDisaggregation ? PdMode.VLLM : pdDisaggregation ? PdMode.SGLANG_BOOTSTRAP : PdMode.NONE;
     }
 
     /** Prefill/decode disaggregation (either flavour). */
-    @JsonIgnore
     public boolean isPdMode() {
         return pdMode() != PdMode.NONE;
     }
 
-    @JsonIgnore
     public int effectivePrometheusPort() {
         return prometheusPort == null ? DEFAULT_PROMETHEUS_PORT : prometheusPort;
     }
 
-    @JsonIgnore
     public String effectivePrometheusHost() {
         return prometheusHost == null ? DEFAULT_PROMETHEUS_HOST : prometheusHost;
     }
 
     /** Maximum number of attempts per request; {@code disable_retries} makes it 1, as upstream. */
-    @JsonIgnore
     public int effectiveRetryMaxRetries() {
         return disableRetries ? 1 : retryMaxRetries;
     }
@@ -227,49 +230,174 @@ public record RouterConfig(
      * The defaults, by field name. A record component the contract lacked would silently take Java's zero value,
      * and a contract field the record lacked could never be set: such a build does not start.
      */
-    private static RouterConfig readDefaults() {
+    private static Object[] readDefaults() {
         ConfigContract contract = ConfigContract.get();
         List<String> contractNames = contract.fields().stream().map(ConfigContract.Field::name).toList();
-        List<String> recordNames = jsonFieldNames();
-        if (!contractNames.equals(recordNames)) {
+        if (!contractNames.equals(NAMES)) {
             throw new IllegalStateException("RouterConfig does not match " + ConfigContract.RESOURCE
-                    + ": only in RouterConfig " + without(recordNames, contractNames)
-                    + ", only in the contract " + without(contractNames, recordNames)
-                    + "; field order: RouterConfig " + recordNames + ", contract " + contractNames);
+                    + ": only in RouterConfig " + without(NAMES, contractNames)
+                    + ", only in the contract " + without(contractNames, NAMES)
+                    + "; field order: RouterConfig " + NAMES + ", contract " + contractNames);
         }
-        try {
-            return MAPPER.treeToValue(contract.defaults(), RouterConfig.class);
-        } catch (JsonProcessingException e) {
-            throw new IllegalStateException("A default in " + ConfigContract.RESOURCE + " does not fit RouterConfig: "
-                    + e.getOriginalMessage(), e);
+        Object[] values = new Object[COMPONENTS.length];
+        for (int i = 0; i < values.length; i++) {
+            ConfigContract.Field field = contract.fields().get(i);
+            try {
+                values[i] = componentValue(field, COMPONENTS[i], field.defaultValue());
+            } catch (IllegalArgumentException e) {
+                throw new IllegalStateException("The default of '" + field.name() + "' in " + ConfigContract.RESOURCE
+                        + " does not fit RouterConfig: " + e.getMessage(), e);
+            }
         }
+        return values;
     }
 
     private static List<String> without(List<String> names, List<String> removed) {
         return names.stream().filter(n -> !removed.contains(n)).toList();
     }
 
-    /** The JSON names of the record's components, in declaration order. */
+    /** The JSON names of the record's components, in declaration order: snake_case, as the dataclass has them. */
     static List<String> jsonFieldNames() {
-        PropertyNamingStrategies.NamingBase snakeCase =
-                (PropertyNamingStrategies.NamingBase) PropertyNamingStrategies.SNAKE_CASE;
-        return Arrays.stream(RouterConfig.class.getRecordComponents())
-                .map(c -> snakeCase.translate(c.getName()))
-                .toList();
-    }
-
-    private static String typeError(String field, JsonNode given, String detail) {
-        if (field == null) {
-            return "Invalid config value: " + detail;
+        List<String> names = new ArrayList<>();
+        for (RecordComponent c : RouterConfig.class.getRecordComponents()) {
+            StringBuilder snake = new StringBuilder();
+            for (char ch : c.getName().toCharArray()) {
+                if (Character.isUpperCase(ch)) {
+                    snake.append('_').append(Character.toLowerCase(ch));
+                } else {
+                    snake.append(ch);
+                }
+            }
+            names.add(snake.toString());
         }
-        JsonNode value = given.get(field);
-        return "Invalid value for config field '" + field + "': " + (value == null ? "null" : value.toString())
-                + " (" + firstLine(detail) + ")";
+        return List.copyOf(names);
     }
 
-    private static String firstLine(String s) {
-        int nl = s.indexOf('\n');
-        return nl < 0 ? s : s.substring(0, nl);
+    private static Constructor<RouterConfig> canonicalConstructor() {
+        Class<?>[] types = Arrays.stream(COMPONENTS).map(RecordComponent::getType).toArray(Class<?>[]::new);
+        try {
+            return RouterConfig.class.getDeclaredConstructor(types);
+        } catch (NoSuchMethodException e) {
+            throw new IllegalStateException("A record has its canonical constructor", e);
+        }
+    }
+
+    private static RouterConfig construct(Object[] values) {
+        try {
+            return CANONICAL.newInstance(values);
+        } catch (InvocationTargetException e) {
+            throw e.getCause() instanceof RuntimeException r ? r : new IllegalStateException(e.getCause());
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("RouterConfig's canonical constructor is public", e);
+        }
+    }
+
+    /**
+     * {@code value} (a JSON value as {@link JsonValues} reads it) as {@code component} holds it.
+     *
+     * @throws IllegalArgumentException saying what was expected, when the value does not fit
+     */
+    private static Object componentValue(ConfigContract.Field field, RecordComponent component, Object value) {
+        Class<?> type = component.getType();
+        if (value == null) {
+            if (field.nullable()) {
+                return null;
+            }
+            if (type == List.class && field.defaultValue() instanceof List<?> d && d.isEmpty()) {
+                return List.of();
+            }
+            if (type == Map.class && field.defaultValue() instanceof Map<?, ?> d && d.isEmpty()) {
+                return Map.of();
+            }
+            throw new IllegalArgumentException("null is not allowed here");
+        }
+        if (type == String.class) {
+            if (value instanceof String s) {
+                return s;
+            }
+            throw new IllegalArgumentException("expected a string");
+        }
+        if (type == int.class || type == Integer.class) {
+            return intValue(value);
+        }
+        if (type == long.class) {
+            if (value instanceof Long l) {
+                return l;
+            }
+            throw new IllegalArgumentException(value instanceof BigInteger
+                    ? "out of range of a 64-bit integer" : "expected a whole number");
+        }
+        if (type == double.class) {
+            if (value instanceof Number n) {
+                return n.doubleValue();
+            }
+            throw new IllegalArgumentException("expected a number");
+        }
+        if (type == boolean.class) {
+            if (value instanceof Boolean b) {
+                return b;
+            }
+            throw new IllegalArgumentException("expected true or false");
+        }
+        if (type == List.class) {
+            Class<?> item = (Class<?>) ((ParameterizedType) component.getGenericType()).getActualTypeArguments()[0];
+            if (!(value instanceof List<?> list)) {
+                throw new IllegalArgumentException(item == PrefillUrl.class
+                        ? "expected an array of [url, bootstrap_port] pairs" : "expected an array of strings");
+            }
+            List<Object> items = new ArrayList<>(list.size());
+            for (Object v : list) {
+                items.add(item == PrefillUrl.class ? prefillUrl(v) : string(v, "expected an array of strings"));
+            }
+            return items;
+        }
+        if (type == Map.class) {
+            if (!(value instanceof Map<?, ?> map)) {
+                throw new IllegalArgumentException("expected an object of strings");
+            }
+            Map<String, String> entries = new LinkedHashMap<>();
+            for (Map.Entry<?, ?> e : map.entrySet()) {
+                entries.put((String) e.getKey(), string(e.getValue(), "expected an object of strings"));
+            }
+            return entries;
+        }
+        throw new IllegalStateException("RouterConfig component " + component.getName() + " has no JSON form");
+    }
+
+    private static int intValue(Object value) {
+        if (value instanceof Long l && l == l.intValue()) {
+            return l.intValue();
+        }
+        throw new IllegalArgumentException(value instanceof Long || value instanceof BigInteger
+                ? "out of range of a 32-bit integer" : "expected a whole number");
+    }
+
+    private static String string(Object value, String expected) {
+        if (value instanceof String s) {
+            return s;
+        }
+        throw new IllegalArgumentException(expected);
+    }
+
+    /** A prefill worker: {@code [url]} or {@code [url, bootstrap_port_or_null]}. */
+    private static PrefillUrl prefillUrl(Object value) {
+        if (value instanceof List<?> pair && (pair.size() == 1 || pair.size() == 2)
+                && pair.get(0) instanceof String url) {
+            Object port = pair.size() == 2 ? pair.get(1) : null;
+            return new PrefillUrl(url, port == null ? null : intValue(port));
+        }
+        throw new IllegalArgumentException("expected an array of [url, bootstrap_port] pairs");
+    }
+
+    /** A component's value as a JSON value. */
+    private static Object jsonValue(Object value) {
+        if (value instanceof PrefillUrl p) {
+            return Arrays.asList(p.url(), p.bootstrapPort());
+        }
+        if (value instanceof List<?> list) {
+            return list.stream().map(RouterConfig::jsonValue).toList();
+        }
+        return value;
     }
 
     private static <T> List<T> unmodifiable(List<T> list) {
@@ -278,21 +406,5 @@ public record RouterConfig(
 
     private static Map<String, String> unmodifiable(Map<String, String> map) {
         return map == null ? Map.of() : Collections.unmodifiableMap(map);
-    }
-
-    private static ObjectMapper strictMapper() {
-        JsonMapper mapper = JsonMapper.builder()
-                .disable(MapperFeature.ALLOW_COERCION_OF_SCALARS)
-                .enable(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES)
-                .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
-                .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
-                .disable(DeserializationFeature.ACCEPT_FLOAT_AS_INT)
-                .build();
-        // Python sends real JSON types; a number where a string belongs is a mistake, not a value.
-        mapper.coercionConfigFor(LogicalType.Textual)
-                .setCoercion(CoercionInputShape.Integer, CoercionAction.Fail)
-                .setCoercion(CoercionInputShape.Float, CoercionAction.Fail)
-                .setCoercion(CoercionInputShape.Boolean, CoercionAction.Fail);
-        return mapper;
     }
 }

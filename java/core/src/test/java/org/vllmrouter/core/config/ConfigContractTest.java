@@ -8,8 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.fail;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import java.lang.reflect.Field;
 import java.lang.reflect.Modifier;
 import java.lang.reflect.RecordComponent;
@@ -25,7 +23,6 @@ import org.junit.jupiter.api.Test;
  * Python wrote it.
  */
 class ConfigContractTest {
-    private static final ObjectMapper JSON = new ObjectMapper();
     private static final ConfigContract CONTRACT = ConfigContract.get();
 
     @Test
@@ -50,7 +47,7 @@ class ConfigContractTest {
 
     @Test
     void everyDefaultRoundTripsThroughRouterConfig() throws Exception {
-        JsonNode javaDefaults = JSON.readTree(RouterConfig.defaults().toJson());
+        Map<?, ?> javaDefaults = (Map<?, ?>) JsonValues.read(RouterConfig.defaults().toJson());
         for (ConfigContract.Field field : CONTRACT.fields()) {
             assertEquals(field.defaultValue(), javaDefaults.get(field.name()), field.name());
         }
@@ -133,8 +130,8 @@ class ConfigContractTest {
     @Test
     void prometheusFallbacksAreTheFlagDefaults() throws Exception {
         RouterConfig c = RouterConfig.fromJson("{}");
-        assertEquals(CONTRACT.field("prometheus_port").flagDefault().intValue(), c.effectivePrometheusPort());
-        assertEquals(CONTRACT.field("prometheus_host").flagDefault().textValue(), c.effectivePrometheusHost());
+        assertEquals(((Number) CONTRACT.field("prometheus_port").flagDefault()).intValue(), c.effectivePrometheusPort());
+        assertEquals(CONTRACT.field("prometheus_host").flagDefault(), c.effectivePrometheusHost());
     }
 
     private static ConfigContract.JsonType jsonType(Class<?> type) {

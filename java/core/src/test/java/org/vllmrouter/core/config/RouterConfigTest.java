@@ -89,8 +89,57 @@ class RouterConfigTest {
         assertTrue(e.getMessage().contains("'" + field + "'"), e.getMessage());
     }
 
+    /** The message shows the value as given and what the field takes, on one line. */
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', quoteCharacter = '`', value = {
+            "{\"port\": \"8000\"}                  | 'port': \"8000\" (expected a whole number)",
+            "{\"port\": 1.5}                       | 'port': 1.5 (expected a whole number)",
+            "{\"port\": 2147483648}                | 'port': 2147483648 (out of range of a 32-bit integer)",
+            "{\"port\": null}                      | 'port': null (null is not allowed here)",
+            "{\"max_tree_size\": 1e3}              | 'max_tree_size': 1000.0 (expected a whole number)",
+            "{\"max_tree_size\": 99999999999999999999} | 'max_tree_size': 99999999999999999999 (out of range of a 64-bit integer)",
+            "{\"cache_threshold\": true}           | 'cache_threshold': true (expected a number)",
+            "{\"mini_lb\": 0}                      | 'mini_lb': 0 (expected true or false)",
+            "{\"host\": [\"a\"]}                   | 'host': [\"a\"] (expected a string)",
+            "{\"worker_urls\": [\"http://a:1\", null]} | 'worker_urls': [\"http://a:1\",null] (expected an array of strings)",
+            "{\"worker_urls\": {\"a\": \"b\"}}       | 'worker_urls': {\"a\":\"b\"} (expected an array of strings)",
+            "{\"selector\": {\"app\": 1}}           | 'selector': {\"app\":1} (expected an object of strings)",
+            "{\"session_id_headers\": null}        | 'session_id_headers': null (null is not allowed here)",
+            "{\"prefill_urls\": [[\"http://p:1\", \"8998\"]]} | 'prefill_urls': [[\"http://p:1\",\"8998\"]] (expected a whole number)",
+            "{\"prefill_urls\": [[1, 2]]}          | 'prefill_urls': [[1,2]] (expected an array of [url, bootstrap_port] pairs)",
+            "{\"prefill_urls\": [\"http://p:1\"]}   | 'prefill_urls': [\"http://p:1\"] (expected an array of [url, bootstrap_port] pairs)",
+    })
+    void wrongValueMessageShowsTheValueAndTheExpectedType(String json, String expected) {
+        ConfigException e = assertThrows(ConfigException.class, () -> RouterConfig.fromJson(json));
+        assertEquals("Invalid value for config field " + expected, e.getMessage());
+    }
+
+    @Test
+    void firstWrongFieldInCanonicalOrderIsTheOneNamed() {
+        ConfigException e = assertThrows(ConfigException.class,
+                () -> RouterConfig.fromJson("{\"max_sessions\": \"x\", \"port\": \"y\"}"));
+        assertTrue(e.getMessage().startsWith("Invalid value for config field 'port'"), e.getMessage());
+    }
+
+    @Test
+    void prefillUrlMayOmitItsBootstrapPort() throws Exception {
+        RouterConfig c = RouterConfig.fromJson("{\"prefill_urls\": [[\"http://p:1\"], [\"http://p:2\", 9000]]}");
+        assertEquals(List.of(new PrefillUrl("http://p:1", null), new PrefillUrl("http://p:2", 9000)), c.prefillUrls());
+    }
+
+    @Test
+    void laterDuplicateFieldWins() throws Exception {
+        assertEquals(2, RouterConfig.fromJson("{\"port\": 1, \"port\": 2}").port());
+    }
+
     @Test
     void invalidJsonAndNonObjectsAreRejected() {
+        assertTrue(assertThrows(ConfigException.class, () -> RouterConfig.fromJson("{} {}")).getMessage()
+                .startsWith("Invalid config JSON: Trailing token"));
+        assertEquals("Invalid config JSON: expected a JSON object",
+                assertThrows(ConfigException.class, () -> RouterConfig.fromJson("")).getMessage());
+        assertEquals("Invalid config JSON: expected a JSON object",
+                assertThrows(ConfigException.class, () -> RouterConfig.fromJson("5")).getMessage());
         assertTrue(assertThrows(ConfigException.class, () -> RouterConfig.fromJson("{")).getMessage()
                 .startsWith("Invalid config JSON"));
         assertTrue(assertThrows(ConfigException.class, () -> RouterConfig.fromJson("[]")).getMessage()
