@@ -44,7 +44,7 @@ MIN_JAVA_MAJOR_FOR_AOT_CACHE = 25
 QUIET_AOT_LOGGING = ["-Xlog:aot=off", "-Xlog:cds=off"]
 # A builder that has not finished by then is presumed dead; another may take over.
 STALE_BUILD_SECS = 600
-# Caches kept per runtime and jar location, one per set of JVM options (about 35 MiB each).
+# Caches kept per runtime and jar location, one per set of JVM options (about 30 MB each).
 MAX_OPTION_SETS = 3
 TRAINING_READY_TIMEOUT_SECS = 120
 
