@@ -2,6 +2,7 @@ package org.vllmrouter.server.worker;
 
 import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.CompositeByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
@@ -117,8 +118,14 @@ public final class ControlClient {
 
     private static void write(Channel channel, WorkerAddress address, HttpMethod method, String target,
                               HttpHeaders extraHeaders, byte[] body, CompletableFuture<Reply> result) {
-        ByteBuf content = body == null ? Unpooled.EMPTY_BUFFER : Unpooled.wrappedBuffer(body);
-        // The data plane's header set and String values (see ReplyHandler for why).
+        // The data plane's body class, header set and String values (see ReplyHandler for why). The proxy path sends
+        // a duplicate of the aggregator's composite buffer; an empty or wrapped buffer here made C2 recompile the
+        // encoder's content path at every health check.
+        CompositeByteBuf aggregated = channel.alloc().compositeBuffer();
+        if (body != null) {
+            aggregated.addComponent(true, Unpooled.wrappedBuffer(body));
+        }
+        ByteBuf content = aggregated.duplicate();
         HttpHeaders headers = HttpCodecs.requestHeaders();
         if (extraHeaders != null) {
             headers.set(extraHeaders);

@@ -3,6 +3,7 @@ package org.vllmrouter.server.worker;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.group.DefaultChannelGroup;
@@ -10,6 +11,7 @@ import io.netty.handler.codec.http.HttpMethod;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import java.io.BufferedReader;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.net.InetAddress;
@@ -17,6 +19,7 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Locale;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
@@ -25,7 +28,7 @@ import org.junit.jupiter.api.Test;
 import org.vllmrouter.server.proxy.Transport;
 import org.vllmrouter.server.proxy.WorkerTls;
 
-/** Control calls read a worker's whole reply, however it is framed, over a real socket. */
+/** Control calls send their request whole and read a worker's whole reply, however it is framed, over a real socket. */
 class ControlClientTest {
     private static EventLoopGroup group;
     private static final ControlClient CLIENT = new ControlClient(WorkerTls.fromEnvironment(),
@@ -68,6 +71,66 @@ class ControlClientTest {
     void aMalformedReplyFailsTheCall() {
         ExecutionException failed = assertThrows(ExecutionException.class, () -> call("NOT HTTP AT ALL\r\n\r\n"));
         assertInstanceOf(IOException.class, failed.getCause());
+    }
+
+    @Test
+    void aRequestBodyReachesTheWorkerWithItsLength() throws Exception {
+        byte[] body = "{\"prompt\": \"caf\u00e9\"}".getBytes(StandardCharsets.UTF_8);
+        String seen = received(HttpMethod.POST, body);
+        assertTrue(seen.startsWith("POST /probe HTTP/1.1\r\n"), seen);
+        assertTrue(seen.contains("\r\ncontent-length: " + body.length + "\r\n"), seen);
+        assertTrue(seen.contains("\r\ncontent-type: application/json\r\n"), seen);
+        assertTrue(seen.endsWith("\r\n\r\n" + new String(body, StandardCharsets.ISO_8859_1)), seen);
+    }
+
+    @Test
+    void aRequestWithoutBodySaysSo() throws Exception {
+        String seen = received(HttpMethod.GET, null);
+        assertTrue(seen.contains("\r\ncontent-length: 0\r\n"), seen);
+        assertTrue(seen.endsWith("\r\n\r\n"), seen);
+    }
+
+    /** The request a one-shot worker read (head, then as many body bytes as its Content-Length says). */
+    private static String received(HttpMethod method, byte[] body) throws Exception {
+        try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            StringBuilder seen = new StringBuilder();
+            Thread worker = new Thread(() -> {
+                try (Socket c = server.accept()) {
+                    InputStream in = c.getInputStream();
+                    int length = 0;
+                    for (String line = readLine(in); !line.isEmpty(); line = readLine(in)) {
+                        seen.append(line).append("\r\n");
+                        if (line.toLowerCase(Locale.ROOT).startsWith("content-length:")) {
+                            length = Integer.parseInt(line.substring("content-length:".length()).trim());
+                        }
+                    }
+                    seen.append("\r\n").append(new String(in.readNBytes(length), StandardCharsets.ISO_8859_1));
+                    c.getOutputStream().write("HTTP/1.1 204 No Content\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+                } catch (IOException ignored) {
+                    // the test's assertion reports what the worker saw
+                }
+            });
+            worker.start();
+            try {
+                ControlClient.Reply reply = CLIENT.send(group.next(), method,
+                        "http://127.0.0.1:" + server.getLocalPort(), "/probe", null, body, Duration.ofSeconds(10))
+                        .get(20, TimeUnit.SECONDS);
+                assertEquals(204, reply.status());
+            } finally {
+                worker.join(10_000);
+            }
+            return seen.toString();
+        }
+    }
+
+    private static String readLine(InputStream in) throws IOException {
+        StringBuilder line = new StringBuilder();
+        for (int b = in.read(); b >= 0 && b != '\n'; b = in.read()) {
+            if (b != '\r') {
+                line.append((char) b);
+            }
+        }
+        return line.toString();
     }
 
     /** Sends a GET to a one-shot worker that answers {@code reply} and closes. */
