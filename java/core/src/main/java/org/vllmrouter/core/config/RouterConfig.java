@@ -163,13 +163,14 @@ public record RouterConfig(
             }
         }
         Object[] values = DEFAULT_VALUES.clone();
-        ConfigContract contract = ConfigContract.get();
+        // The contract's fields are the components, in order: readDefaults refuses a build where they are not.
+        List<ConfigContract.Field> contract = ConfigContract.get().fields();
         for (int i = 0; i < COMPONENTS.length; i++) {
             String name = NAMES.get(i);
             if (fields.containsKey(name)) {
                 Object value = fields.get(name);
                 try {
-                    values[i] = componentValue(contract.field(name), COMPONENTS[i], value);
+                    values[i] = componentValue(contract.get(i), COMPONENTS[i], value);
                 } catch (IllegalArgumentException e) {
                     throw new ConfigException("Invalid value for config field '" + name + "': "
                             + JsonValues.write(value) + " (" + e.getMessage() + ")");
@@ -259,7 +260,7 @@ public record RouterConfig(
     /** The JSON names of the record's components, in declaration order: snake_case, as the dataclass has them. */
     static List<String> jsonFieldNames() {
         List<String> names = new ArrayList<>();
-        for (RecordComponent c : RouterConfig.class.getRecordComponents()) {
+        for (RecordComponent c : COMPONENTS) {
             StringBuilder snake = new StringBuilder();
             for (char ch : c.getName().toCharArray()) {
                 if (Character.isUpperCase(ch)) {
@@ -312,10 +313,7 @@ public record RouterConfig(
             throw new IllegalArgumentException("null is not allowed here");
         }
         if (type == String.class) {
-            if (value instanceof String s) {
-                return s;
-            }
-            throw new IllegalArgumentException("expected a string");
+            return expect(value, String.class, "expected a string");
         }
         if (type == int.class || type == Integer.class) {
             return intValue(value);
@@ -334,10 +332,7 @@ public record RouterConfig(
             throw new IllegalArgumentException("expected a number");
         }
         if (type == boolean.class) {
-            if (value instanceof Boolean b) {
-                return b;
-            }
-            throw new IllegalArgumentException("expected true or false");
+            return expect(value, Boolean.class, "expected true or false");
         }
         if (type == List.class) {
             Class<?> item = (Class<?>) ((ParameterizedType) component.getGenericType()).getActualTypeArguments()[0];
@@ -347,7 +342,8 @@ public record RouterConfig(
             }
             List<Object> items = new ArrayList<>(list.size());
             for (Object v : list) {
-                items.add(item == PrefillUrl.class ? prefillUrl(v) : string(v, "expected an array of strings"));
+                items.add(item == PrefillUrl.class
+                        ? prefillUrl(v) : expect(v, String.class, "expected an array of strings"));
             }
             return items;
         }
@@ -357,7 +353,7 @@ public record RouterConfig(
             }
             Map<String, String> entries = new LinkedHashMap<>();
             for (Map.Entry<?, ?> e : map.entrySet()) {
-                entries.put((String) e.getKey(), string(e.getValue(), "expected an object of strings"));
+                entries.put((String) e.getKey(), expect(e.getValue(), String.class, "expected an object of strings"));
             }
             return entries;
         }
@@ -372,9 +368,9 @@ public record RouterConfig(
                 ? "out of range of a 32-bit integer" : "expected a whole number");
     }
 
-    private static String string(Object value, String expected) {
-        if (value instanceof String s) {
-            return s;
+    private static <T> T expect(Object value, Class<T> type, String expected) {
+        if (type.isInstance(value)) {
+            return type.cast(value);
         }
         throw new IllegalArgumentException(expected);
     }
