@@ -1,15 +1,12 @@
 package org.vllmrouter.server.metrics;
 
-import io.prometheus.metrics.core.datapoints.CounterDataPoint;
-import io.prometheus.metrics.core.datapoints.DistributionDataPoint;
 import io.prometheus.metrics.core.metrics.Counter;
 import io.prometheus.metrics.core.metrics.CounterWithCallback;
 import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import io.prometheus.metrics.core.metrics.Histogram;
+import io.prometheus.metrics.model.registry.Collector;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
-import io.prometheus.metrics.model.snapshots.ClassicHistogramBuckets;
 import io.prometheus.metrics.model.snapshots.CounterSnapshot;
-import io.prometheus.metrics.model.snapshots.HistogramSnapshot;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -18,6 +15,7 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.function.BooleanSupplier;
 import java.util.function.Function;
 import java.util.function.LongSupplier;
+import java.util.function.Predicate;
 import java.util.function.Supplier;
 import org.vllmrouter.core.config.UrlRedaction;
 import org.vllmrouter.core.session.SessionStats;
@@ -29,28 +27,36 @@ import org.vllmrouter.core.worker.Worker;
  * owns its registry, so several routers can share a JVM. Worker and session gauges are read at scrape time from the
  * registry and the policies. No exemplars: nothing here carries a trace id, and sampling them costs every request
  * a little.
+ *
+ * <p>The metrics every proxied request writes (its duration, the HTTP request count, the policy's decision, the
+ * worker's processed count and circuit outcome) count per thread ({@link ShardedCounter}, {@link ShardedHistogram})
+ * rather than in the client's shared adders; the rest, written on errors, retries and PD requests, are the
+ * client's. A successful request is observed once, in {@code vllm_router_request_duration_seconds}: the success
+ * counters and the route-less duration histograms are sums of it, read at scrape time.
  */
 public final class RouterMetrics {
     private static final double[] DURATION_BUCKETS = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30,
             45, 60, 90, 120, 180, 240};
 
+    private static final String EMBEDDINGS_ROUTE = "/v1/embeddings";
+
     private static final Set<String> STANDARD_METHODS =
             Set.of("GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH");
 
     final PrometheusRegistry registry = new PrometheusRegistry();
-    private final Counter requests = counter("vllm_router_requests_total", "Successful requests", "route");
-    private final Histogram requestDuration = histogram("vllm_router_request_duration_seconds", "Request duration", "route");
+    private final ShardedHistogram requestDuration = register(new ShardedHistogram(
+            "vllm_router_request_duration_seconds", "Request duration", DURATION_BUCKETS, "route"));
     private final Counter requestErrors = counter("vllm_router_request_errors_total", "Failed requests", "route", "error_type");
     private final Counter retries = counter("vllm_router_retries_total", "Retried attempts", "route");
     private final Histogram retryBackoff = histogram("vllm_router_retry_backoff_duration_seconds", "Backoff before a retry", "attempt");
     private final Counter retriesExhausted = counter("vllm_router_retries_exhausted_total", "Requests that used every attempt", "route");
     private final Counter cbTransitions = counter("vllm_router_cb_state_transitions_total", "Circuit breaker transitions", "worker", "from", "to");
-    private final Counter cbOutcomes = counter("vllm_router_cb_outcomes_total", "Outcomes recorded by circuit breakers", "worker", "outcome");
-    private final Counter processed = counter("vllm_router_processed_requests_total", "Requests sent to a worker", "worker");
-    private final Counter policyDecisions = counter("vllm_router_policy_decisions_total", "Worker selections", "policy", "worker");
-    private final Histogram generateDuration = histogram("vllm_router_generate_duration_seconds", "Duration of successful requests");
-    private final Counter embeddings = counter("vllm_router_embeddings_total", "Embeddings requests");
-    private final Histogram embeddingsDuration = histogram("vllm_router_embeddings_duration_seconds", "Embeddings duration");
+    private final ShardedCounter cbOutcomes = register(new ShardedCounter(
+            "vllm_router_cb_outcomes_total", "Outcomes recorded by circuit breakers", "worker", "outcome"));
+    private final ShardedCounter processed = register(new ShardedCounter(
+            "vllm_router_processed_requests_total", "Requests sent to a worker", "worker"));
+    private final ShardedCounter policyDecisions = register(new ShardedCounter(
+            "vllm_router_policy_decisions_total", "Worker selections", "policy", "worker"));
     private final Counter embeddingsErrors = counter("vllm_router_embeddings_errors_total", "Embeddings errors", "error_type");
     private final Counter pdRequests = counter("vllm_router_pd_requests_total", "PD requests", "route");
     private final Counter pdPrefill = counter("vllm_router_pd_prefill_requests_total", "PD prefill requests", "worker");
@@ -59,23 +65,31 @@ public final class RouterMetrics {
     private final Counter pdPrefillErrors = counter("vllm_router_pd_prefill_errors_total", "PD prefill errors", "worker");
     private final Counter pdDecodeErrors = counter("vllm_router_pd_decode_errors_total", "PD decode errors", "worker");
     private final Histogram pdDuration = histogram("vllm_router_pd_request_duration_seconds", "PD request duration", "route");
-    private final Counter httpRequests = counter("vllm_router_http_requests_total", "HTTP requests",
-            "route", "method", "status_code", "status_class");
+    private final ShardedCounter httpRequests = register(new ShardedCounter("vllm_router_http_requests_total",
+            "HTTP requests", "route", "method", "status_code", "status_class"));
 
     // Data points of the per-request metrics, resolved once per label set: the client's labelValues() allocates and
     // hashes a label list on every call. Nothing here ever removes a label set, so a cached point stays the live one.
-    private final ConcurrentHashMap<String, CounterDataPoint> requestsByRoute = new ConcurrentHashMap<>();
-    private final ConcurrentHashMap<String, DistributionDataPoint> durationByRoute = new ConcurrentHashMap<>();
-    private final ConcurrentHashMap<String, CounterDataPoint> processedByWorker = new ConcurrentHashMap<>();
-    private final ConcurrentHashMap<String, ConcurrentHashMap<String, CounterDataPoint>> decisionsByPolicy =
+    private final ConcurrentHashMap<String, ShardedHistogram.Point> durationByRoute = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, ShardedCounter.Point> processedByWorker = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, ConcurrentHashMap<String, ShardedCounter.Point>> decisionsByPolicy =
             new ConcurrentHashMap<>();
-    private final ConcurrentHashMap<String, CounterDataPoint[]> outcomesByWorker = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, ShardedCounter.Point[]> outcomesByWorker = new ConcurrentHashMap<>();
     /** Route, then method, then the status code's point (indexed by code). */
-    private final ConcurrentHashMap<String, ConcurrentHashMap<String, AtomicReferenceArray<CounterDataPoint>>> http =
+    private final ConcurrentHashMap<String, ConcurrentHashMap<String, AtomicReferenceArray<ShardedCounter.Point>>> http =
             new ConcurrentHashMap<>();
 
     public RouterMetrics(Supplier<List<Worker>> workers, Supplier<SessionStats> sessions,
                          BooleanSupplier storeDegraded) {
+        // Successful requests are observed once, in the duration histogram; these are read from it at scrape time.
+        Predicate<List<String>> embeddingsRoute = route -> route.get(0).equals(EMBEDDINGS_ROUTE);
+        registry.register(requestDuration.countOf("vllm_router_requests_total", "Successful requests", true, route -> true));
+        registry.register(requestDuration.sumOf("vllm_router_generate_duration_seconds",
+                "Duration of successful requests", route -> true));
+        registry.register(requestDuration.countOf("vllm_router_embeddings_total", "Embeddings requests", false,
+                embeddingsRoute));
+        registry.register(requestDuration.sumOf("vllm_router_embeddings_duration_seconds", "Embeddings duration",
+                embeddingsRoute));
         GaugeWithCallback.builder().name("vllm_router_active_workers").help("Registered workers")
                 .callback(cb -> cb.call(workers.get().size())).register(registry);
         GaugeWithCallback.builder().name("vllm_router_worker_health").help("Worker health (1 healthy, 0 not)")
@@ -123,6 +137,11 @@ public final class RouterMetrics {
                 .callback(cb -> cb.call(dropped.getAsLong())).register(registry);
     }
 
+    private <C extends Collector> C register(C collector) {
+        registry.register(collector);
+        return collector;
+    }
+
     private Counter counter(String name, String help, String... labels) {
         return Counter.builder().name(name).help(help).labelNames(labels).withoutExemplars().register(registry);
     }
@@ -139,17 +158,10 @@ public final class RouterMetrics {
 
     /**
      * Successful requests so far per duration bucket (not cumulative; the last entry is above the highest bound),
-     * read from {@code vllm_router_generate_duration_seconds} as a scrape would.
+     * as {@code vllm_router_generate_duration_seconds} counts them.
      */
     long[] succeededByDuration() {
-        long[] counts = new long[DURATION_BUCKETS.length + 1];
-        for (HistogramSnapshot.HistogramDataPointSnapshot point : generateDuration.collect().getDataPoints()) {
-            ClassicHistogramBuckets buckets = point.getClassicBuckets();
-            for (int i = 0; i < buckets.size() && i < counts.length; i++) {
-                counts[i] += buckets.getCount(i);
-            }
-        }
-        return counts;
+        return requestDuration.counts(route -> true);
     }
 
     /** Failed requests so far, every route and error type ({@code vllm_router_request_errors_total}). */
@@ -189,18 +201,12 @@ public final class RouterMetrics {
     }
 
     private void requestSucceeded(String route, double seconds) {
-        point(requestsByRoute, route, requests::labelValues).inc();
         point(durationByRoute, route, requestDuration::labelValues).observe(seconds);
-        generateDuration.observe(seconds);
-        if (route.equals("/v1/embeddings")) {
-            embeddings.inc();
-            embeddingsDuration.observe(seconds);
-        }
     }
 
     public void requestFailed(String route, String errorType) {
         requestErrors.labelValues(route, errorType).inc();
-        if (route.equals("/v1/embeddings")) {
+        if (route.equals(EMBEDDINGS_ROUTE)) {
             embeddingsErrors.labelValues(errorType).inc();
         }
     }
@@ -215,7 +221,7 @@ public final class RouterMetrics {
     }
 
     public void circuitOutcome(String worker, boolean success) {
-        CounterDataPoint[] outcomes = point(outcomesByWorker, worker, w -> new CounterDataPoint[] {
+        ShardedCounter.Point[] outcomes = point(outcomesByWorker, worker, w -> new ShardedCounter.Point[] {
                 cbOutcomes.labelValues(w, "failure"), cbOutcomes.labelValues(w, "success")});
         outcomes[success ? 1 : 0].inc();
     }
@@ -260,9 +266,9 @@ public final class RouterMetrics {
             httpRequests.labelValues(route, method, Integer.toString(status), (status / 100) + "xx").inc();
             return;
         }
-        AtomicReferenceArray<CounterDataPoint> byStatus = point(point(http, route, r -> new ConcurrentHashMap<>()),
+        AtomicReferenceArray<ShardedCounter.Point> byStatus = point(point(http, route, r -> new ConcurrentHashMap<>()),
                 method, m -> new AtomicReferenceArray<>(600));
-        CounterDataPoint counter = byStatus.get(status);
+        ShardedCounter.Point counter = byStatus.get(status);
         if (counter == null) {
             counter = httpRequests.labelValues(route, method, Integer.toString(status), (status / 100) + "xx");
             byStatus.set(status, counter);
