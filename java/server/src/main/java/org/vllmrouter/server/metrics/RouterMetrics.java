@@ -82,10 +82,10 @@ public final class RouterMetrics {
     public RouterMetrics(Supplier<List<Worker>> workers, Supplier<SessionStats> sessions,
                          BooleanSupplier storeDegraded) {
         // Successful requests are observed once, in the duration histogram; these are read from it at scrape time.
-        Predicate<List<String>> embeddingsRoute = route -> route.get(0).equals(EMBEDDINGS_ROUTE);
-        registry.register(requestDuration.countOf("vllm_router_requests_total", "Successful requests", true, route -> true));
+        Predicate<List<String>> embeddingsRoute = labels -> labels.get(0).equals(EMBEDDINGS_ROUTE);
+        registry.register(requestDuration.countOf("vllm_router_requests_total", "Successful requests", true, labels -> true));
         registry.register(requestDuration.sumOf("vllm_router_generate_duration_seconds",
-                "Duration of successful requests", route -> true));
+                "Duration of successful requests", labels -> true));
         registry.register(requestDuration.countOf("vllm_router_embeddings_total", "Embeddings requests", false,
                 embeddingsRoute));
         registry.register(requestDuration.sumOf("vllm_router_embeddings_duration_seconds", "Embeddings duration",
@@ -161,7 +161,7 @@ public final class RouterMetrics {
      * as {@code vllm_router_generate_duration_seconds} counts them.
      */
     long[] succeededByDuration() {
-        return requestDuration.counts(route -> true);
+        return requestDuration.counts(labels -> true);
     }
 
     /** Failed requests so far, every route and error type ({@code vllm_router_request_errors_total}). */
