@@ -59,7 +59,7 @@ public final class RequestIdHandler extends ChannelDuplexHandler {
         return generate(request.uri());
     }
 
-    private static String generate(String uri) {
+    static String generate(String uri) {
         String prefix = uri.contains("/chat/completions") ? "chatcmpl-"
                 : uri.contains("/completions") ? "cmpl-"
                 : uri.contains("/generate") ? "gnt-"
