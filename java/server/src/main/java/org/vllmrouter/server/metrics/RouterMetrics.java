@@ -51,12 +51,12 @@ public final class RouterMetrics {
     private final Histogram retryBackoff = histogram("vllm_router_retry_backoff_duration_seconds", "Backoff before a retry", "attempt");
     private final Counter retriesExhausted = counter("vllm_router_retries_exhausted_total", "Requests that used every attempt", "route");
     private final Counter cbTransitions = counter("vllm_router_cb_state_transitions_total", "Circuit breaker transitions", "worker", "from", "to");
-    private final ShardedCounter cbOutcomes = register(new ShardedCounter(
-            "vllm_router_cb_outcomes_total", "Outcomes recorded by circuit breakers", "worker", "outcome"));
-    private final ShardedCounter processed = register(new ShardedCounter(
-            "vllm_router_processed_requests_total", "Requests sent to a worker", "worker"));
-    private final ShardedCounter policyDecisions = register(new ShardedCounter(
-            "vllm_router_policy_decisions_total", "Worker selections", "policy", "worker"));
+    private final ShardedCounter cbOutcomes = new ShardedCounter(registry,
+            "vllm_router_cb_outcomes_total", "Outcomes recorded by circuit breakers", "worker", "outcome");
+    private final ShardedCounter processed = new ShardedCounter(registry,
+            "vllm_router_processed_requests_total", "Requests sent to a worker", "worker");
+    private final ShardedCounter policyDecisions = new ShardedCounter(registry,
+            "vllm_router_policy_decisions_total", "Worker selections", "policy", "worker");
     private final Counter embeddingsErrors = counter("vllm_router_embeddings_errors_total", "Embeddings errors", "error_type");
     private final Counter pdRequests = counter("vllm_router_pd_requests_total", "PD requests", "route");
     private final Counter pdPrefill = counter("vllm_router_pd_prefill_requests_total", "PD prefill requests", "worker");
@@ -65,8 +65,8 @@ public final class RouterMetrics {
     private final Counter pdPrefillErrors = counter("vllm_router_pd_prefill_errors_total", "PD prefill errors", "worker");
     private final Counter pdDecodeErrors = counter("vllm_router_pd_decode_errors_total", "PD decode errors", "worker");
     private final Histogram pdDuration = histogram("vllm_router_pd_request_duration_seconds", "PD request duration", "route");
-    private final ShardedCounter httpRequests = register(new ShardedCounter("vllm_router_http_requests_total",
-            "HTTP requests", "route", "method", "status_code", "status_class"));
+    private final ShardedCounter httpRequests = new ShardedCounter(registry, "vllm_router_http_requests_total",
+            "HTTP requests", "route", "method", "status_code", "status_class");
 
     // Data points of the per-request metrics, resolved once per label set: the client's labelValues() allocates and
     // hashes a label list on every call. Nothing here ever removes a label set, so a cached point stays the live one.

@@ -1,9 +1,9 @@
 package org.vllmrouter.server.metrics;
 
+import io.prometheus.metrics.core.metrics.CounterWithCallback;
 import io.prometheus.metrics.model.registry.Collector;
 import io.prometheus.metrics.model.registry.MetricType;
 import io.prometheus.metrics.model.snapshots.ClassicHistogramBuckets;
-import io.prometheus.metrics.model.snapshots.CounterSnapshot;
 import io.prometheus.metrics.model.snapshots.HistogramSnapshot;
 import io.prometheus.metrics.model.snapshots.Labels;
 import io.prometheus.metrics.model.snapshots.MetricSnapshot;
@@ -109,7 +109,7 @@ final class ShardedHistogram implements Collector {
 
     /** A histogram without labels: the sum of the points {@code which} takes (zero while there are none). */
     Collector sumOf(String sumName, String sumHelp, Predicate<List<String>> which) {
-        return new View(sumName, MetricType.HISTOGRAM) {
+        return new Collector() {
             @Override
             public MetricSnapshot collect() {
                 double sum = 0;
@@ -121,6 +121,16 @@ final class ShardedHistogram implements Collector {
                 return HistogramSnapshot.builder().name(sumName).help(sumHelp)
                         .dataPoint(dataPoint(Labels.EMPTY, counts(which), sum)).build();
             }
+
+            @Override
+            public String getPrometheusName() {
+                return sumName;
+            }
+
+            @Override
+            public MetricType getMetricType() {
+                return MetricType.HISTOGRAM;
+            }
         };
     }
 
@@ -129,37 +139,25 @@ final class ShardedHistogram implements Collector {
      * {@code keepLabels}, else summed into one unlabelled count (zero while there are none).
      */
     Collector countOf(String counterName, String counterHelp, boolean keepLabels, Predicate<List<String>> which) {
-        String base = counterName.endsWith("_total")
-                ? counterName.substring(0, counterName.length() - "_total".length()) : counterName;
-        return new View(base, MetricType.COUNTER) {
-            @Override
-            public MetricSnapshot collect() {
-                CounterSnapshot.Builder snapshot = CounterSnapshot.builder().name(base).help(counterHelp);
-                long unlabelled = 0;
-                for (var e : points.entrySet()) {
-                    if (!which.test(e.getKey())) {
-                        continue;
+        return CounterWithCallback.builder().name(counterName).help(counterHelp)
+                .labelNames(keepLabels ? labelNames : new String[0])
+                .callback(cb -> {
+                    long unlabelled = 0;
+                    for (var e : points.entrySet()) {
+                        if (which.test(e.getKey())) {
+                            long count = Arrays.stream(e.getValue().counts()).sum();
+                            if (keepLabels) {
+                                cb.call(count, e.getKey().toArray(String[]::new));
+                            } else {
+                                unlabelled += count;
+                            }
+                        }
                     }
-                    long count = Arrays.stream(e.getValue().counts()).sum();
-                    if (keepLabels) {
-                        snapshot.dataPoint(CounterSnapshot.CounterDataPointSnapshot.builder()
-                                .labels(Labels.of(labelNames, e.getKey().toArray(String[]::new)))
-                                .value(count).build());
-                    } else {
-                        unlabelled += count;
+                    if (!keepLabels) {
+                        cb.call(unlabelled);
                     }
-                }
-                if (!keepLabels) {
-                    snapshot.dataPoint(CounterSnapshot.CounterDataPointSnapshot.builder().value(unlabelled).build());
-                }
-                return snapshot.build();
-            }
-
-            @Override
-            public Set<String> getLabelNames() {
-                return keepLabels ? Set.of(labelNames) : Set.of();
-            }
-        };
+                })
+                .build();
     }
 
     @Override
@@ -175,31 +173,5 @@ final class ShardedHistogram implements Collector {
     @Override
     public Set<String> getLabelNames() {
         return Set.of(labelNames);
-    }
-
-    /** A metric read from this histogram's points at scrape time. */
-    private abstract static class View implements Collector {
-        private final String viewName;
-        private final MetricType type;
-
-        View(String viewName, MetricType type) {
-            this.viewName = viewName;
-            this.type = type;
-        }
-
-        @Override
-        public String getPrometheusName() {
-            return viewName;
-        }
-
-        @Override
-        public MetricType getMetricType() {
-            return type;
-        }
-
-        @Override
-        public Set<String> getLabelNames() {
-            return Set.of();
-        }
     }
 }

@@ -50,9 +50,8 @@ class ShardedMetricsTest {
                 .classicUpperBounds(BOUNDS).withoutExemplars().register(client);
 
         PrometheusRegistry sharded = new PrometheusRegistry();
-        ShardedCounter counter = new ShardedCounter("t_http_requests_total", "HTTP requests", "route", "method");
+        ShardedCounter counter = new ShardedCounter(sharded, "t_http_requests_total", "HTTP requests", "route", "method");
         ShardedHistogram histogram = new ShardedHistogram("t_duration_seconds", "Duration", BOUNDS, "route");
-        sharded.register(counter);
         sharded.register(histogram);
         sharded.register(histogram.countOf("t_requests_total", "Successes", true, r -> true));
         sharded.register(histogram.sumOf("t_all_seconds", "All", r -> true));
@@ -101,9 +100,8 @@ class ShardedMetricsTest {
     @Test
     void aWrongNumberOfLabelValuesIsRefusedAndChangesNothing() throws IOException {
         PrometheusRegistry registry = new PrometheusRegistry();
-        ShardedCounter counter = new ShardedCounter("t_total", "t", "route", "method");
+        ShardedCounter counter = new ShardedCounter(registry, "t_total", "t", "route", "method");
         ShardedHistogram histogram = new ShardedHistogram("t_seconds", "t", BOUNDS, "route");
-        registry.register(counter);
         registry.register(histogram);
         String before = scrape(registry);
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> counter.labelValues("/a"));
@@ -115,8 +113,8 @@ class ShardedMetricsTest {
     @Test
     void aNameTakenByAnotherMetricIsRefusedAtRegistration() {
         PrometheusRegistry registry = new PrometheusRegistry();
-        registry.register(new ShardedCounter("t_total", "t", "route"));
-        assertThrows(IllegalArgumentException.class, () -> registry.register(new ShardedCounter("t_total", "t", "route")));
+        new ShardedCounter(registry, "t_total", "t", "route");
+        assertThrows(IllegalArgumentException.class, () -> new ShardedCounter(registry, "t_total", "t", "route"));
     }
 
     /**
@@ -125,7 +123,7 @@ class ShardedMetricsTest {
      */
     @Test
     void concurrentWritersLoseNothing() throws Exception {
-        ShardedCounter counter = new ShardedCounter("t_total", "t", "route");
+        ShardedCounter counter = new ShardedCounter(new PrometheusRegistry(), "t_total", "t", "route");
         ShardedHistogram histogram = new ShardedHistogram("t_seconds", "t", BOUNDS, "route");
         ShardedCounter.Point count = counter.labelValues("/a");
         ShardedHistogram.Point duration = histogram.labelValues("/a");
