@@ -61,6 +61,28 @@ def test_user_jvm_opts_override_ours(monkeypatch):
         assert flags["UseCompactObjectHeaders"] == "false"
 
 
+@pytest.mark.parametrize("collector", ["UseParallelGC", "UseG1GC"])
+def test_a_collector_of_the_users_replaces_ours(monkeypatch, collector):
+    # Given two collectors the JVM would refuse to start; the young generation sized for ours goes too.
+    _, flags = final_flags(monkeypatch, f"-XX:+{collector}")
+    assert flags[collector] == "true"
+    assert flags["UseSerialGC"] == "false"
+    assert int(flags["MaxNewSize"]) != 12 << 20
+    assert int(flags["MaxMetaspaceSize"]) == 128 << 20
+
+
+def test_a_collector_of_the_users_keeps_the_users_young_generation(monkeypatch):
+    _, flags = final_flags(monkeypatch, "-XX:+UseParallelGC -Xmn24m")
+    assert flags["UseParallelGC"] == "true"
+    assert int(flags["MaxNewSize"]) == 24 << 20
+
+
+def test_naming_our_own_collector_keeps_our_sizing(monkeypatch):
+    _, flags = final_flags(monkeypatch, "-XX:+UseSerialGC")
+    assert flags["UseSerialGC"] == "true"
+    assert int(flags["MaxNewSize"]) == 12 << 20
+
+
 def test_a_larger_young_generation_of_the_users_is_taken_as_given(monkeypatch):
     # Were it above the initial heap, the JVM would shrink it, and then refuse the class cache and
     # not start at all.

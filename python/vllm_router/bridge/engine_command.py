@@ -16,6 +16,7 @@ JVM may print other lines first, such as AOT progress). `{"event":"error","kind"
 
 import json
 import os
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -63,7 +64,20 @@ def engine_class_path() -> str:
 def jvm_options() -> List[str]:
     """The engine's JVM options (engine-jvm.options, next to this module, which the launcher reads
     too), then $VLLM_ROUTER_JVM_OPTS."""
-    return [*engine_options(), *shlex.split(os.environ.get(JVM_OPTS_ENV, ""))]
+    user = shlex.split(os.environ.get(JVM_OPTS_ENV, ""))
+    ours = engine_options()
+    chosen = {option for option in user if COLLECTOR_OPTION.fullmatch(option)}
+    if not chosen <= set(ours):
+        ours = [option for option in ours
+                if not (COLLECTOR_OPTION.fullmatch(option) or option.startswith("-Xmn"))]
+    return [*ours, *user]
+
+
+# A JVM given two collectors refuses to start ("Multiple garbage collectors selected"), so a
+# user's choice of another collector replaces ours, together with the young generation size
+# chosen for ours (a fixed young generation would also stop G1 from sizing it to meet its pause
+# goal). The launcher (bin/vllm-router) does the same.
+COLLECTOR_OPTION = re.compile(r"-XX:\+Use(Serial|Parallel|G1|Z|Shenandoah|Epsilon)GC")
 
 
 def engine_options() -> List[str]:

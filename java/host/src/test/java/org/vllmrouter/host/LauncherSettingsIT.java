@@ -21,12 +21,12 @@ class LauncherSettingsIT {
 
     private static final String SHOW_MARKER = "-XshowSettings:properties -Dvllm.router.marker=";
 
-    private record Run(int exitCode, String stderr) {}
+    private record Run(int exitCode, String stdout, String stderr) {}
 
     private static Run run(Map<String, String> environment, String... args) throws Exception {
         try (LauncherProcess launcher = LauncherProcess.dist(environment, args)) {
-            launcher.remainingStdout();
-            return new Run(launcher.waitForExit(), launcher.stderr());
+            String stdout = launcher.remainingStdout();
+            return new Run(launcher.waitForExit(), stdout, launcher.stderr());
         }
     }
 
@@ -75,6 +75,41 @@ class LauncherSettingsIT {
         assertEquals(List.of(), oldName.archives());
         assertEquals(1, deprecationLines(oldName.stderr(), "VLLM_ROUTER_CDS", "VLLM_ROUTER_STARTUP_CACHE"),
                 oldName.stderr());
+    }
+
+    /**
+     * A JVM given two collectors does not start, so a user's choice of another collector replaces ours, and the
+     * young generation size chosen for ours goes with it; a user's own young generation size stays.
+     */
+    @Test
+    void aCollectorOfTheUsersReplacesOursInTheCommandsThatSetOne(@TempDir Path dir) throws Exception {
+        Path badConfig = Files.writeString(dir.resolve("router.json"), "{\"port\":0,\"cache_threshold\":1.5}");
+        String flags = " -XX:+PrintCommandLineFlags";
+
+        Run ours = run(Map.of("VLLM_ROUTER_JVM_OPTS", flags), "serve", "--config", badConfig.toString());
+        assertEquals(2, ours.exitCode(), ours.stderr());
+        assertTrue(ours.stdout().contains("-XX:+UseSerialGC"), ours.stdout());
+        assertTrue(ours.stdout().contains("-XX:NewSize=12582912"), ours.stdout());
+
+        for (String collector : List.of("-XX:+UseParallelGC", "-XX:+UseG1GC")) {
+            Run serve = run(Map.of("VLLM_ROUTER_JVM_OPTS", collector + flags), "serve", "--config", badConfig.toString());
+            // The engine started and turned the config down, rather than the JVM refusing to start.
+            assertEquals(2, serve.exitCode(), serve.stderr());
+            assertTrue(serve.stdout().contains(collector), serve.stdout());
+            assertFalse(serve.stdout().contains("-XX:+UseSerialGC"), serve.stdout());
+            assertFalse(serve.stdout().contains("-XX:NewSize=12582912"), serve.stdout());
+        }
+
+        Run sized = run(Map.of("VLLM_ROUTER_JVM_OPTS", "-XX:+UseParallelGC -Xmn24m" + flags),
+                "serve", "--config", badConfig.toString());
+        assertEquals(2, sized.exitCode(), sized.stderr());
+        assertTrue(sized.stdout().contains("-XX:NewSize=25165824"), sized.stdout());
+
+        Run print = run(Map.of("VLLM_ROUTER_JVM_OPTS", "-XX:+UseParallelGC" + flags),
+                "print-config", "--worker-urls", "http://w1:8000");
+        assertEquals(0, print.exitCode(), print.stderr());
+        assertTrue(print.stdout().contains("-XX:+UseParallelGC"), print.stdout());
+        assertFalse(print.stdout().contains("-XX:+UseSerialGC"), print.stdout());
     }
 
     private record CacheRun(List<Path> archives, String stderr) {}
