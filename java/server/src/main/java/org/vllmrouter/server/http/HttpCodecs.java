@@ -85,8 +85,16 @@ public final class HttpCodecs {
                 .setTrailersFactory(DEFERRED_TRAILERS));
     }
 
-    /** The codec of a connection to a worker ({@link WorkerCodec}), with Netty's decoder limits. */
+    /**
+     * The codec of a connection to a worker ({@link WorkerCodec}), with Netty's limits on the head. A body part is
+     * whatever one read brought, not cut at Netty's 8 KiB: each part is a slice of the read buffer (nothing is
+     * copied or held back, partial chunks included), and each travels the client's pipeline and encoder once, so a
+     * long answer relayed in 8 KiB parts cost a trip per 8 KiB.
+     */
     public static WorkerCodec client() {
-        return new WorkerCodec(new HttpDecoderConfig().setTrailersFactory(DEFERRED_TRAILERS));
+        return new WorkerCodec(new HttpDecoderConfig()
+                .setMaxChunkSize(Integer.MAX_VALUE)
+                .setAllowPartialChunks(true)
+                .setTrailersFactory(DEFERRED_TRAILERS));
     }
 }
