@@ -17,8 +17,9 @@ import org.vllmrouter.core.session.HeaderLookup;
 import org.vllmrouter.core.session.SessionIdExtractor;
 
 /**
- * Session-id + model extraction from an OpenAI-style chat body of the given size. The id sits in the
- * body after the messages (worst case for the scan: everything before it must be skipped); with
+ * Session-id + model extraction from a body of the given size and shape: an OpenAI-style chat body (messages with
+ * escaped quotes), a completion body (one long prompt string) or a SkyRL generate body (prompt token ids). The id
+ * sits in the body after the payload (worst case for the scan: everything before it must be skipped); with
  * {@code header = true} it comes from X-Session-ID and the scan stops at {@code model}.
  */
 @BenchmarkMode({Mode.AverageTime, Mode.Throughput})
@@ -31,15 +32,44 @@ public class SessionIdExtractionBenchmark {
     @Param({"false", "true"})
     public boolean header;
 
+    @Param({"chat", "completion", "generate"})
+    public String shape;
+
     byte[] body;
     HeaderLookup headers;
 
     @Setup(Level.Trial)
     public void setUp() {
+        String tail = "],\"temperature\":0.7,\"max_tokens\":512,\"stream\":true,\"user\":\"trajectory-42-7f3a\"}";
         StringBuilder sb = new StringBuilder(bodyBytes + 256);
+        switch (shape) {
+            case "chat" -> chatBody(sb, tail);
+            case "completion" -> sb.append("{\"model\":\"Qwen/Qwen3-8B\",\"prompt\":[\"")
+                    .append("The agent reads the tool output and reasons about it. "
+                            .repeat(Math.max(1, (bodyBytes - 200) / 54)))
+                    .append('"');
+            case "generate" -> {
+                sb.append("{\"model\":\"Qwen/Qwen3-8B\",\"sampling_params\":{\"temperature\":1.0},\"token_ids\":[");
+                for (int t = 0; sb.length() + tail.length() < bodyBytes; t++) {
+                    sb.append(t == 0 ? "" : ",").append(1000 + (t * 7919) % 150000);
+                }
+            }
+            default -> throw new IllegalArgumentException("shape " + shape);
+        }
+        if (!shape.equals("chat")) {
+            sb.append(tail);
+        }
+        body = sb.toString().getBytes(StandardCharsets.UTF_8);
+        headers = header ? name -> name.equals("x-session-id") ? "trajectory-42-7f3a" : null : HeaderLookup.NONE;
+        Extraction e = extract();
+        if (!"trajectory-42-7f3a".equals(e.sessionId()) || !"Qwen/Qwen3-8B".equals(e.model())) {
+            throw new IllegalStateException("benchmark body does not extract as expected: " + e);
+        }
+    }
+
+    private void chatBody(StringBuilder sb, String tail) {
         sb.append("{\"model\":\"Qwen/Qwen3-8B\",\"messages\":[");
         int turn = 0;
-        String tail = "],\"temperature\":0.7,\"max_tokens\":512,\"stream\":true,\"user\":\"trajectory-42-7f3a\"}";
         while (sb.length() + tail.length() < bodyBytes) {
             String role = turn++ % 2 == 0 ? "user" : "assistant";
             int room = bodyBytes - sb.length() - tail.length() - 40;
@@ -53,12 +83,6 @@ public class SessionIdExtractionBenchmark {
                     .append(content).append("\"}");
         }
         sb.append(tail);
-        body = sb.toString().getBytes(StandardCharsets.UTF_8);
-        headers = header ? name -> name.equals("x-session-id") ? "trajectory-42-7f3a" : null : HeaderLookup.NONE;
-        Extraction e = extract();
-        if (!"trajectory-42-7f3a".equals(e.sessionId()) || !"Qwen/Qwen3-8B".equals(e.model())) {
-            throw new IllegalStateException("benchmark body does not extract as expected: " + e);
-        }
     }
 
     @Benchmark
