@@ -56,14 +56,30 @@ public final class FastSkipJsonFactory extends JsonFactory {
 
         @Override
         public JsonParser skipChildren() throws IOException {
-            if (_currToken == JsonToken.START_ARRAY) {
-                skipLeadingIntegers();
+            if (_currToken != JsonToken.START_ARRAY || !skipLeadingIntegers()) {
+                return super.skipChildren();
             }
-            return super.skipChildren();
+            // Jackson's own skip, from inside the array (its skip returns at once unless it stands on an opening).
+            int open = 1;
+            while (true) {
+                JsonToken token = nextToken();
+                if (token == null) {
+                    _handleEOF();
+                    return this;
+                }
+                if (token.isStructStart()) {
+                    open++;
+                } else if (token.isStructEnd() && --open == 0) {
+                    return this;
+                }
+            }
         }
 
-        /** Moves past the array's leading integers and the commas between them, stopping after the last one. */
-        private void skipLeadingIntegers() {
+        /**
+         * Moves past the array's leading integers and the commas between them, stopping after the last one, and
+         * leaves the parser as Jackson would after reading that one; false when the array does not start with one.
+         */
+        private boolean skipLeadingIntegers() {
             byte[] buffer = _inputBuffer;
             int end = _inputEnd;
             int passed = _inputPtr;
@@ -82,13 +98,17 @@ public final class FastSkipJsonFactory extends JsonFactory {
                 }
                 at = spaces(buffer, comma + 1, end);
             }
-            if (values > 0) {
-                _inputPtr = passed;
-                // Jackson counts an array's entries in its context and expects a comma before every one but the first.
-                for (int i = 0; i < values; i++) {
-                    _parsingContext.expectComma();
-                }
+            if (values == 0) {
+                return false;
             }
+            _inputPtr = passed;
+            // Jackson counts an array's entries in its context and expects a comma before every one but the first;
+            // its errors name the last token read.
+            for (int i = 0; i < values; i++) {
+                _parsingContext.expectComma();
+            }
+            _currToken = JsonToken.VALUE_NUMBER_INT;
+            return true;
         }
     }
 
