@@ -39,7 +39,7 @@ class AggregatedBodyTest {
     @Test
     void bodiesReadOneAfterAnotherOnOneThreadEachReadTheirOwnBytes() throws IOException {
         // Sizes below, at and above what a thread keeps for its copies, and above the copy limit (streamed).
-        for (int size : new int[] {10, 5000, 3, 70_000, 40_000, 300_000, 7}) {
+        for (int size : new int[] {10, 5000, 3, 70_000, 40_000, 300_000, 1_100_000, 7}) {
             String text = Character.toString('a' + size % 26).repeat(size);
             ByteBuf body = directBody(text);
             try {
