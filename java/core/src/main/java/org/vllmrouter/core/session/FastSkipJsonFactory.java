@@ -12,20 +12,19 @@ import com.fasterxml.jackson.core.sym.ByteQuadsCanonicalizer;
 import java.io.IOException;
 
 /**
- * Jackson's factory, whose parsers over a byte array skip a flat array of integers (a request's token ids) without
- * making a token of each.
+ * Jackson's factory, whose parsers over a byte array skip runs of integers (a request's token ids) without making a
+ * token of each.
  *
  * <p>The router checks every request body and reads only a few of its fields; the rest it skips, and Jackson skips an
  * array one token at a time, each number read into its text buffer. A SkyRL generate request is mostly its prompt's
  * token ids: at 64 KiB (about 9,000 ids) Jackson's skip took ten times as long as for 64 KiB of prompt text, more than
- * the rest of the proxy path. Here, when {@link JsonParser#skipChildren} starts on an array, the array's leading run of
- * integers in their plain form ({@code -?(0|[1-9][0-9]*)}, at most 18 digits, each followed by a comma, a closing
- * bracket or white space, separated by commas, spaces and tabs) is passed over in one loop, and the array's entry
- * count moved on as if Jackson had read them. Anything else (a fraction, an exponent, a leading zero, a line break, a
- * nested value, a missing or trailing comma, the end of the input) stops the run there, and Jackson's own skip takes
- * the rest, so the documents accepted and the errors reported, with their line and column, are Jackson's (a property
- * test compares the two on generated input). Parsers over a stream (the largest bodies) and over encodings other than
- * UTF-8 are Jackson's own.
+ * the rest of the proxy path. Here {@link JsonParser#skipChildren} passes over the leading integers of each array it
+ * meets (the skipped one and any nested in it) in one loop, and moves the array's entry count on as if Jackson had read
+ * them: integers in their plain form ({@code -?(0|[1-9][0-9]*)}, at most 18 digits) separated by commas, spaces and
+ * tabs. Anything else (a fraction, an exponent, a leading zero, a line break, a nested value, a missing or trailing
+ * comma, the end of the input) stops the run there and Jackson reads on, so the documents accepted and the errors
+ * reported, with their line and column, are Jackson's (a property test compares the two on generated input). Parsers
+ * over a stream (bodies over 1 MiB) and over encodings other than UTF-8 are Jackson's own.
  */
 public final class FastSkipJsonFactory extends JsonFactory {
     private static final long serialVersionUID = 1L;
@@ -54,12 +53,18 @@ public final class FastSkipJsonFactory extends JsonFactory {
             super(ctxt, features, null, codec, symbols, data, start, end, bytesPreProcessed, false);
         }
 
+        /**
+         * Jackson's skip (every token up to the matching end), where each array, the outer one and any nested in it,
+         * first has its leading integers passed over.
+         */
         @Override
         public JsonParser skipChildren() throws IOException {
-            if (_currToken != JsonToken.START_ARRAY || !skipLeadingIntegers()) {
-                return super.skipChildren();
+            if (_currToken != JsonToken.START_ARRAY && _currToken != JsonToken.START_OBJECT) {
+                return this;
             }
-            // Jackson's own skip, from inside the array (its skip returns at once unless it stands on an opening).
+            if (_currToken == JsonToken.START_ARRAY) {
+                skipLeadingIntegers();
+            }
             int open = 1;
             while (true) {
                 JsonToken token = nextToken();
@@ -69,6 +74,9 @@ public final class FastSkipJsonFactory extends JsonFactory {
                 }
                 if (token.isStructStart()) {
                     open++;
+                    if (token == JsonToken.START_ARRAY) {
+                        skipLeadingIntegers();
+                    }
                 } else if (token.isStructEnd() && --open == 0) {
                     return this;
                 }
@@ -77,9 +85,10 @@ public final class FastSkipJsonFactory extends JsonFactory {
 
         /**
          * Moves past the array's leading integers and the commas between them, stopping after the last one, and
-         * leaves the parser as Jackson would after reading that one; false when the array does not start with one.
+         * leaves the parser as Jackson would after reading that one (nothing changes when the array does not start
+         * with one).
          */
-        private boolean skipLeadingIntegers() {
+        private void skipLeadingIntegers() {
             byte[] buffer = _inputBuffer;
             int end = _inputEnd;
             int passed = _inputPtr;
@@ -99,7 +108,7 @@ public final class FastSkipJsonFactory extends JsonFactory {
                 at = spaces(buffer, comma + 1, end);
             }
             if (values == 0) {
-                return false;
+                return;
             }
             _inputPtr = passed;
             // Jackson counts an array's entries in its context and expects a comma before every one but the first;
@@ -108,7 +117,6 @@ public final class FastSkipJsonFactory extends JsonFactory {
                 _parsingContext.expectComma();
             }
             _currToken = JsonToken.VALUE_NUMBER_INT;
-            return true;
         }
     }
 

@@ -51,7 +51,7 @@ class FastSkipJsonFactoryTest {
                                                           @ForAll("arrayContent") String second,
                                                           @ForAll @IntRange(min = 0, max = 100) int cutPercent) {
         byte[] whole = bytes("{\"model\":\"m\",\"token_ids\":[" + first + "],\"sampling_params\":{\"n\":1},"
-                + "\"batch\":[[" + second + "]],\"more\":[" + second + "]}");
+                + "\"batch\":[[" + second + "]," + first + "],\"input\":{\"ids\":[" + second + "]}}");
         // Some documents end early: inside a number, after a comma, before a closing bracket.
         int length = cutPercent == 100 ? whole.length : whole.length * cutPercent / 100;
         assertEquals(walk(JACKSON, whole, 3, length), walk(FAST, whole, 3, length));
@@ -59,10 +59,13 @@ class FastSkipJsonFactoryTest {
 
     @Property(tries = 300)
     void wellFormedTokenIdsAreSkippedToTheirEnd(@ForAll("tokenIds") String ids) {
-        byte[] doc = bytes("{\"token_ids\":[" + ids + "],\"model\":\"m\"}");
-        List<String> tokens = walk(FAST, doc, 0, doc.length);
-        assertEquals(walk(JACKSON, doc, 0, doc.length), tokens);
-        assertTrue(tokens.contains("FIELD_NAME model"), tokens.toString());
+        // Top-level, batched (nested arrays) and inside an object.
+        for (String value : List.of("[" + ids + "]", "[[" + ids + "],[" + ids + "]]", "{\"ids\":[" + ids + "]}")) {
+            byte[] doc = bytes("{\"token_ids\":" + value + ",\"model\":\"m\"}");
+            List<String> tokens = walk(FAST, doc, 0, doc.length);
+            assertEquals(walk(JACKSON, doc, 0, doc.length), tokens);
+            assertTrue(tokens.contains("FIELD_NAME model"), tokens.toString());
+        }
     }
 
     /** Found by the property: Jackson's errors name the last token read, here the integer before the cut. */
@@ -85,8 +88,8 @@ class FastSkipJsonFactoryTest {
     }
 
     /**
-     * Every token (field names with their name; each array skipped whole, then where the parser stands) up to the end
-     * or the first error, which ends the list.
+     * Every token (field names with their name; each array and nested object skipped whole, then where the parser
+     * stands) up to the end or the first error, which ends the list.
      */
     private static List<String> walk(JsonFactory factory, byte[] data, int offset, int length) {
         byte[] framed = new byte[offset + length + 5];
@@ -96,7 +99,8 @@ class FastSkipJsonFactoryTest {
             JsonToken token;
             while ((token = p.nextToken()) != null) {
                 seen.add(token == JsonToken.FIELD_NAME ? "FIELD_NAME " + p.currentName() : token.name());
-                if (token == JsonToken.START_ARRAY) {
+                boolean nestedObject = token == JsonToken.START_OBJECT && !p.getParsingContext().getParent().inRoot();
+                if (token == JsonToken.START_ARRAY || nestedObject) {
                     p.skipChildren();
                     JsonLocation at = p.currentLocation();
                     seen.add(p.currentToken() + " at " + at.getByteOffset() + " " + at.getLineNr() + ":"
