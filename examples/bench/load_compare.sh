@@ -41,6 +41,8 @@
 #   IDLE_WAIT_S [12]     seconds between a healthy /health and the idle RSS sample (a JVM's start-up
 #                        compilations hold C heap for a few seconds; our engine trims it every 10 s)
 #   BODY_BYTES [2048]    SESSIONS [1000]    BASE_PORT [18100]
+#   BODY_SHAPE [prompt]  prompt: {"model", "max_tokens", "prompt": one string of BODY_BYTES}; token_ids: a SkyRL
+#                        generate body, {"model", "sampling_params", "token_ids": integers up to BODY_BYTES}
 #   JAVA [a JDK >= 21 found under /usr/lib/jvm, else java]: runs the mock and our routers' engines
 #   ROUTER_PYTHON [.venv/bin/python of this tree, else python3]: runs our routers' launchers; each router
 #                        arm imports vllm_router from its tree's python/ and runs its tree's engine jar
@@ -70,6 +72,8 @@ WARMUP_CHUNK_S=${WARMUP_CHUNK_S:-10}
 IDLE_WAIT_S=${IDLE_WAIT_S:-12}
 DURATION_S=${DURATION_S:-15}
 BODY_BYTES=${BODY_BYTES:-2048}
+BODY_SHAPE=${BODY_SHAPE:-prompt}
+case "$BODY_SHAPE" in prompt|token_ids) ;; *) echo "BODY_SHAPE must be prompt or token_ids, not '$BODY_SHAPE'" >&2; exit 2 ;; esac
 SESSIONS=${SESSIONS:-1000}
 BASE_PORT=${BASE_PORT:-18100}
 BASE_TREE=${BASE_TREE:-/work/wt/base}
@@ -349,8 +353,18 @@ stop_proxy() {
 
 # --- load ------------------------------------------------------------------------------------------
 cat > "$WORK/post.lua" <<LUA
-local prompt = string.rep("x", math.max(0, $BODY_BYTES - 60))
-local body = '{"model":"mock","max_tokens":8,"prompt":"' .. prompt .. '"}'
+local body
+if "$BODY_SHAPE" == "token_ids" then
+  local ids, length = {}, 0
+  while length < $BODY_BYTES - 100 do
+    ids[#ids + 1] = tostring(1000 + (#ids * 7919) % 150000)
+    length = length + #ids[#ids] + 1
+  end
+  body = '{"model":"mock","sampling_params":{"temperature":1.0,"max_tokens":8},"token_ids":['
+    .. table.concat(ids, ",") .. ']}'
+else
+  body = '{"model":"mock","max_tokens":8,"prompt":"' .. string.rep("x", math.max(0, $BODY_BYTES - 60)) .. '"}'
+end
 local headers = {["Content-Type"] = "application/json"}
 local thread_seed = os.time()
 
