@@ -129,7 +129,7 @@ public final class FastSkipJsonFactory extends JsonFactory {
     }
 
     /** Where the plain integer at {@code from} ends, when one is there whole and a separator follows it; else -1. */
-    static int integerEnd(byte[] buffer, int from, int end) {
+    private static int integerEnd(byte[] buffer, int from, int end) {
         int i = from;
         if (i < end && buffer[i] == '-') {
             i++;
