@@ -35,6 +35,34 @@ def final_flags(monkeypatch, user_options):
     return java, flags
 
 
+def system_properties(monkeypatch, user_options):
+    """The system properties the engine's JVM starts with."""
+    _, options = engine_jvm(monkeypatch, user_options)
+    shown = subprocess.run([*options, "-XshowSettings:properties", "-version"], capture_output=True,
+                           text=True, timeout=60, check=True).stderr
+    return dict(re.findall(r"^\s+(\S+) = (.*)$", shown, re.MULTILINE))
+
+
+FLOOR = "vllm.router.fullCollectionFloor"
+
+
+def test_the_engine_bounds_its_heap_growth_by_default(monkeypatch):
+    assert system_properties(monkeypatch, None)[FLOOR] == "32m"
+    assert system_properties(monkeypatch, "-XX:+UseSerialGC")[FLOOR] == "32m"
+
+
+def test_a_user_sets_the_floor_or_turns_the_bound_off(monkeypatch):
+    assert system_properties(monkeypatch, f"-D{FLOOR}=64m")[FLOOR] == "64m"
+    assert system_properties(monkeypatch, f"-D{FLOOR}=off")[FLOOR] == "off"
+
+
+@pytest.mark.parametrize("collector", ["UseParallelGC", "UseG1GC"])
+def test_a_collector_of_the_users_drops_our_whole_heap_collections(monkeypatch, collector):
+    # G1, ZGC and Shenandoah collect their old generation concurrently; a forced whole-heap
+    # collection would only stop them.
+    assert FLOOR not in system_properties(monkeypatch, f"-XX:+{collector}")
+
+
 def test_the_engine_runs_with_our_heap_sizing(monkeypatch):
     java, flags = final_flags(monkeypatch, None)
     assert flags["UseSerialGC"] == "true"

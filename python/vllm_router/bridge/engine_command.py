@@ -69,15 +69,17 @@ def jvm_options() -> List[str]:
     chosen = {option for option in user if COLLECTOR_OPTION.fullmatch(option)}
     if not chosen <= set(ours):
         ours = [option for option in ours
-                if not (COLLECTOR_OPTION.fullmatch(option) or option.startswith("-Xmn"))]
+                if not (COLLECTOR_OPTION.fullmatch(option) or option.startswith(SIZED_FOR_OUR_COLLECTOR))]
     return [*ours, *user]
 
 
 # A JVM given two collectors refuses to start ("Multiple garbage collectors selected"), so a
-# user's choice of another collector replaces ours, together with the young generation size
-# chosen for ours (a fixed young generation would also stop G1 from sizing it to meet its pause
-# goal). The launcher (bin/vllm-router) does the same.
+# user's choice of another collector replaces ours, together with the options chosen for ours:
+# the young generation size (a fixed one would also stop G1 from sizing it to meet its pause
+# goal) and the engine's whole-heap collections (G1, ZGC and Shenandoah collect their old
+# generation concurrently). The launcher (bin/vllm-router) does the same.
 COLLECTOR_OPTION = re.compile(r"-XX:\+Use(Serial|Parallel|G1|Z|Shenandoah|Epsilon)GC")
+SIZED_FOR_OUR_COLLECTOR = ("-Xmn", "-Dvllm.router.fullCollectionFloor=")
 
 
 def engine_options() -> List[str]:

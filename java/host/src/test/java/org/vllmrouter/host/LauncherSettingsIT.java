@@ -79,17 +79,20 @@ class LauncherSettingsIT {
 
     /**
      * A JVM given two collectors does not start, so a user's choice of another collector replaces ours, and the
-     * young generation size chosen for ours goes with it; a user's own young generation size stays.
+     * options chosen for ours go with it (the young generation size, the engine's whole-heap collections); a user's
+     * own young generation size stays.
      */
     @Test
     void aCollectorOfTheUsersReplacesOursInTheCommandsThatSetOne(@TempDir Path dir) throws Exception {
         Path badConfig = Files.writeString(dir.resolve("router.json"), "{\"port\":0,\"cache_threshold\":1.5}");
-        String flags = " -XX:+PrintCommandLineFlags";
+        String flags = " -XX:+PrintCommandLineFlags -XshowSettings:properties";
+        String floor = "vllm.router.fullCollectionFloor = 32m";
 
         Run ours = run(Map.of("VLLM_ROUTER_JVM_OPTS", flags), "serve", "--config", badConfig.toString());
         assertEquals(2, ours.exitCode(), ours.stderr());
         assertTrue(ours.stdout().contains("-XX:+UseSerialGC"), ours.stdout());
         assertTrue(ours.stdout().contains("-XX:NewSize=12582912"), ours.stdout());
+        assertTrue(ours.stderr().contains(floor), ours.stderr());
 
         for (String collector : List.of("-XX:+UseParallelGC", "-XX:+UseG1GC")) {
             Run serve = run(Map.of("VLLM_ROUTER_JVM_OPTS", collector + flags), "serve", "--config", badConfig.toString());
@@ -98,6 +101,7 @@ class LauncherSettingsIT {
             assertTrue(serve.stdout().contains(collector), serve.stdout());
             assertFalse(serve.stdout().contains("-XX:+UseSerialGC"), serve.stdout());
             assertFalse(serve.stdout().contains("-XX:NewSize=12582912"), serve.stdout());
+            assertFalse(serve.stderr().contains("vllm.router.fullCollectionFloor"), serve.stderr());
         }
 
         Run sized = run(Map.of("VLLM_ROUTER_JVM_OPTS", "-XX:+UseParallelGC -Xmn24m" + flags),

@@ -6,6 +6,7 @@ import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.util.Optional;
 import java.util.concurrent.CountDownLatch;
 import java.util.logging.Level;
 import java.util.logging.Logger;
@@ -37,6 +38,12 @@ public final class EngineRunner {
         EngineLogging.useOneLineFormat();
         PrintStream out = System.out;
         PrintStream err = System.err;
+        Optional<HeapGrowthBound> heapBound;
+        try {
+            heapBound = HeapGrowthBound.fromSystemProperty();
+        } catch (IllegalArgumentException e) {
+            return report.failed(out, err, STARTUP_ERROR, e.getMessage(), 2);
+        }
         BufferedReader reader = new BufferedReader(new InputStreamReader(configSource, StandardCharsets.UTF_8));
         String json;
         try {
@@ -84,6 +91,7 @@ public final class EngineRunner {
         StopSignals stopSignals = StopSignals.handle(drainAndExit);
 
         report.ready(out, err, server, config);
+        heapBound.ifPresent(HeapGrowthBound::start);
 
         if (stdinIsLifeline) {
             waitForEof(reader);

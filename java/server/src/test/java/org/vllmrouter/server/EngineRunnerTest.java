@@ -18,6 +18,7 @@ import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -55,11 +56,12 @@ class EngineRunnerTest {
         return spawn(ProcessBuilder.Redirect.DISCARD);
     }
 
-    private static Process spawn(ProcessBuilder.Redirect stderr) throws Exception {
+    private static Process spawn(ProcessBuilder.Redirect stderr, String... jvmOptions) throws Exception {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        ProcessBuilder pb = new ProcessBuilder(java, "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp",
-                System.getProperty("java.class.path"),
-                EngineMain.class.getName());
+        List<String> command = new ArrayList<>(List.of(java, "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"));
+        command.addAll(List.of(jvmOptions));
+        command.addAll(List.of("-cp", System.getProperty("java.class.path"), EngineMain.class.getName()));
+        ProcessBuilder pb = new ProcessBuilder(command);
         pb.redirectError(stderr);
         return pb.start();
     }
@@ -309,6 +311,60 @@ class EngineRunnerTest {
         assertEquals("startup", error.get("kind").asText(), error.toString());
         assertEquals("Cannot write logs to --log-dir " + notADirectory.resolve("logs")
                 + ": Not a directory", error.get("message").asText());
+    }
+
+    @Test
+    void aFullCollectionFloorThatIsNotASizeIsAStartUpErrorBeforeTheConfigIsRead() throws Exception {
+        Process p = spawn(ProcessBuilder.Redirect.DISCARD, "-Dvllm.router.fullCollectionFloor=lots");
+        try {
+            // No config comes: an engine that read on would report that instead.
+            p.getOutputStream().close();
+            JsonNode error = firstLine(p);
+            assertEquals("error", error.get("event").asText(), error.toString());
+            assertEquals("startup", error.get("kind").asText(), error.toString());
+            assertEquals("-Dvllm.router.fullCollectionFloor=lots is not a heap size of at least 1 MiB (such as 32m)"
+                    + " or off", error.get("message").asText());
+            assertTrue(p.waitFor(30, TimeUnit.SECONDS));
+            assertEquals(2, p.exitValue());
+        } finally {
+            p.destroyForcibly();
+        }
+    }
+
+    /**
+     * The engine collects its whole heap once more is in use than the floor (1 MiB here, so at once), and never with
+     * the bound off; the JVM's own log of collections names the cause.
+     */
+    @Test
+    void theEngineCollectsItsWholeHeapOverTheFullCollectionFloorUnlessItIsOff(@TempDir Path dir) throws Exception {
+        Path on = dir.resolve("on.log");
+        Path off = dir.resolve("off.log");
+        Process bound = spawn(ProcessBuilder.Redirect.DISCARD, "-Dvllm.router.fullCollectionFloor=1m",
+                "-Xlog:gc:file=" + on);
+        Process unbound = spawn(ProcessBuilder.Redirect.DISCARD, "-Dvllm.router.fullCollectionFloor=off",
+                "-Xlog:gc:file=" + off);
+        try {
+            for (Process p : List.of(bound, unbound)) {
+                send(p, TestHttp.JSON.writeValueAsString(Fixture.base(mock.urls())));
+                JsonNode ready = firstLine(p);
+                assertEquals("ready", ready.get("event").asText(), ready.toString());
+            }
+            assertTrue(ResilienceTest.eventually(() -> text(on).contains("Pause Full (System.gc())")), text(on));
+            // The bound checks once a second; two more seconds and the unbound engine has had two chances to collect.
+            Thread.sleep(2_000);
+            assertFalse(Files.readString(off).contains("System.gc()"), Files.readString(off));
+        } finally {
+            bound.destroyForcibly();
+            unbound.destroyForcibly();
+        }
+    }
+
+    private static String text(Path file) {
+        try {
+            return Files.readString(file);
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
     }
 
     private static java.io.InputStream stream(String text) {

@@ -1,0 +1,132 @@
+package org.vllmrouter.server;
+
+import java.time.Duration;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.function.LongSupplier;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Keeps the engine's heap near twice what it holds live, whatever comes and goes.
+ *
+ * <p>The serial collector collects its old generation only when that cannot grow any more: state that lives past a few
+ * young collections and then dies (a session's binding once the trainer finishes it or it is evicted, a worker's
+ * after it leaves) stays there, and the old generation grows towards the maximum heap, a quarter of the machine's
+ * memory by default, every page of it resident. Sessions that start and end steadily (7,500 new ones a second, at
+ * most 10,000 kept) grew the engine's RSS from 107 to 279 MiB in three minutes with no full collection; on a
+ * trainer's node the same growth would go on for hundreds of GiB.
+ *
+ * <p>So, once a {@link #CHECK_INTERVAL}, this compares the heap in use with a limit, {@link #GROWTH_FACTOR} times what
+ * the last whole collection kept but never below a floor, and collects the whole heap when it is over. The pages the
+ * old generation has touched then stay below the limit and are reused, and a collection's cost follows the live data
+ * it keeps, so the time spent collecting depends on how fast state dies, not on how much there is.
+ *
+ * <p>A poll of {@link Runtime} and not a usage threshold on the old generation's memory pool: the management beans
+ * that offer one load about 400 classes (JMX, its notifications), a few MiB of metadata in every engine for a check
+ * that costs two reads of the heap's counters a second. Only the serial collector is meant: G1, ZGC and Shenandoah
+ * collect their old generation concurrently, and a forced whole-heap collection would only stop them. The engine's
+ * JVM options turn it on ({@link #FLOOR_PROPERTY}) next to the serial collector, and a user's choice of another
+ * collector drops it with ours.
+ */
+public final class HeapGrowthBound {
+    private static final Logger LOG = Logger.getLogger(HeapGrowthBound.class.getName());
+
+    /** The system property that turns the bound on: the floor, a size as the JVM writes one (32m), or {@code off}. */
+    public static final String FLOOR_PROPERTY = "vllm.router.fullCollectionFloor";
+    /** How often the heap in use is compared with the limit. */
+    static final Duration CHECK_INTERVAL = Duration.ofSeconds(1);
+    /** The heap in use may reach this multiple of what the last whole collection kept. */
+    static final int GROWTH_FACTOR = 2;
+
+    private static final Pattern SIZE = Pattern.compile("([0-9]{1,9})([kmg]?)");
+    private static final long MIB = 1L << 20;
+
+    private final long floorBytes;
+    private final LongSupplier heapInUse;
+    private final Runnable collectWholeHeap;
+    private long limitBytes;
+
+    HeapGrowthBound(long floorBytes, LongSupplier heapInUse, Runnable collectWholeHeap) {
+        this.floorBytes = floorBytes;
+        this.heapInUse = heapInUse;
+        this.collectWholeHeap = collectWholeHeap;
+        this.limitBytes = floorBytes;
+    }
+
+    /**
+     * The bound {@link #FLOOR_PROPERTY} asks for over this JVM's heap, or empty when it is unset or {@code off}.
+     *
+     * @throws IllegalArgumentException when the property is neither a size nor {@code off}
+     */
+    public static Optional<HeapGrowthBound> fromSystemProperty() {
+        return floor(System.getProperty(FLOOR_PROPERTY)).map(floor -> new HeapGrowthBound(floor, () -> {
+            Runtime runtime = Runtime.getRuntime();
+            return runtime.totalMemory() - runtime.freeMemory();
+        }, System::gc));
+    }
+
+    /** The floor in bytes a property value names; empty for no value or {@code off}. */
+    static Optional<Long> floor(String value) {
+        if (value == null || value.equals("off")) {
+            return Optional.empty();
+        }
+        Matcher size = SIZE.matcher(value.toLowerCase(Locale.ROOT));
+        long bytes = size.matches() ? Long.parseLong(size.group(1)) << switch (size.group(2)) {
+            case "k" -> 10;
+            case "m" -> 20;
+            case "g" -> 30;
+            default -> 0;
+        } : 0;
+        if (bytes < MIB) {
+            throw new IllegalArgumentException("-D" + FLOOR_PROPERTY + "=" + value
+                    + " is not a heap size of at least 1 MiB (such as 32m) or off");
+        }
+        return Optional.of(bytes);
+    }
+
+    /** Checks once a {@link #CHECK_INTERVAL} on a daemon thread of its own, for the rest of the process. */
+    public void start() {
+        start(CHECK_INTERVAL);
+    }
+
+    void start(Duration interval) {
+        // A loop that only sleeps and compares needs little of a thread's default stack.
+        Thread checks = new Thread(null, () -> checkEvery(interval), "vllm-router-heap-bound", 256 * 1024);
+        checks.setDaemon(true);
+        checks.start();
+    }
+
+    private void checkEvery(Duration interval) {
+        while (true) {
+            try {
+                Thread.sleep(interval);
+            } catch (InterruptedException e) {
+                return;
+            }
+            check();
+        }
+    }
+
+    /** Collects the whole heap when more is in use than the limit, then sets the limit anew; true if it collected. */
+    boolean check() {
+        long inUse = heapInUse.getAsLong();
+        if (inUse <= limitBytes) {
+            return false;
+        }
+        collectWholeHeap.run();
+        long kept = heapInUse.getAsLong();
+        limitBytes = Math.max(floorBytes, GROWTH_FACTOR * kept);
+        if (LOG.isLoggable(Level.FINE)) {
+            LOG.fine("Heap in use " + inUse / MIB + " MiB, over the limit: collected, " + kept / MIB
+                    + " MiB kept, next limit " + limitBytes / MIB + " MiB");
+        }
+        return true;
+    }
+
+    long limitBytes() {
+        return limitBytes;
+    }
+}
