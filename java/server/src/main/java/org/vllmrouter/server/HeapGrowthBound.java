@@ -62,10 +62,14 @@ public final class HeapGrowthBound {
      * @throws IllegalArgumentException when the property is neither a size nor {@code off}
      */
     public static Optional<HeapGrowthBound> fromSystemProperty() {
-        return floor(System.getProperty(FLOOR_PROPERTY)).map(floor -> new HeapGrowthBound(floor, () -> {
-            Runtime runtime = Runtime.getRuntime();
-            return runtime.totalMemory() - runtime.freeMemory();
-        }, System::gc));
+        return floor(System.getProperty(FLOOR_PROPERTY))
+                .map(floor -> new HeapGrowthBound(floor, HeapGrowthBound::heapInUse, System::gc));
+    }
+
+    /** The bytes of this JVM's heap in use: live data, garbage not yet collected, and the young generation's use. */
+    static long heapInUse() {
+        Runtime runtime = Runtime.getRuntime();
+        return runtime.totalMemory() - runtime.freeMemory();
     }
 
     /** The floor in bytes a property value names; empty for no value or {@code off}. */

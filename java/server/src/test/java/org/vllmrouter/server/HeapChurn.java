@@ -20,8 +20,7 @@ public final class HeapChurn {
     public static void main(String[] args) throws InterruptedException {
         Runtime runtime = Runtime.getRuntime();
         if (args.length > 0 && args[0].equals("bound")) {
-            new HeapGrowthBound(16L << 20, () -> runtime.totalMemory() - runtime.freeMemory(), System::gc)
-                    .start(Duration.ofMillis(20));
+            new HeapGrowthBound(16L << 20, HeapGrowthBound::heapInUse, System::gc).start(Duration.ofMillis(20));
         }
         Map<Integer, byte[]> kept = new LinkedHashMap<>() {
             @Override

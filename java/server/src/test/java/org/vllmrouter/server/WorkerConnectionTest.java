@@ -2,37 +2,28 @@ package org.vllmrouter.server;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.vllmrouter.server.PlainSocketWorker.answering;
+import static org.vllmrouter.server.PlainSocketWorker.readHead;
 
-import java.io.BufferedReader;
-import java.io.IOException;
 import java.io.InputStream;
-import java.io.InputStreamReader;
 import java.io.OutputStream;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Locale;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.BiFunction;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * What crosses a kept-alive worker connection: answers to HEAD, which carry a length but no body, and the header
- * names of answer after answer, relayed to the client as the worker sent them. The worker is a plain socket server
- * that serves every connection until it closes and notes which connections carried proxied requests.
+ * names of answer after answer, relayed to the client as the worker sent them, from a {@link PlainSocketWorker}.
  */
 @ExtendWith(NoLeaks.class)
 class WorkerConnectionTest {
 
     @Test
     void aHeadAnswerEndsAtItsHeadAndTheConnectionServesTheNextRequest() throws Exception {
-        try (Worker worker = new Worker((method, n) -> method.equals("HEAD")
+        try (PlainSocketWorker worker = answering((method, n) -> method.equals("HEAD")
                 ? "HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n"
                 : "HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello");
              RouterServer router = Fixture.start(Fixture.base(List.of(worker.url())));
@@ -57,7 +48,7 @@ class WorkerConnectionTest {
 
     @Test
     void trailersOfAChunkedAnswerReachTheClient() throws Exception {
-        try (Worker worker = new Worker((method, n) -> "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n"
+        try (PlainSocketWorker worker = answering((method, n) -> "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n"
                 + "trailer: X-Checksum\r\n\r\n5\r\nhello\r\n0\r\nX-Checksum: answer-" + n + "\r\n\r\n");
              RouterServer router = Fixture.start(Fixture.base(List.of(worker.url())));
              Socket client = new Socket("127.0.0.1", router.port())) {
@@ -76,7 +67,7 @@ class WorkerConnectionTest {
 
     @Test
     void aChunkedRequestWithTrailersIsForwardedWithItsBody() throws Exception {
-        try (Worker worker = new Worker((method, n) -> "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}");
+        try (PlainSocketWorker worker = answering((method, n) -> "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}");
              RouterServer router = Fixture.start(Fixture.base(List.of(worker.url())))) {
             String answer = TestHttp.raw(router.port(), "POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
                     + "content-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
@@ -86,24 +77,11 @@ class WorkerConnectionTest {
         }
     }
 
-    /** The bytes of one answer's head, up to and including its blank line. */
-    private static String readHead(InputStream in) throws IOException {
-        StringBuilder head = new StringBuilder();
-        while (head.length() < 4 || !head.substring(head.length() - 4).equals("\r\n\r\n")) {
-            int b = in.read();
-            if (b < 0) {
-                throw new IOException("connection closed after " + head);
-            }
-            head.append((char) b);
-        }
-        return head.toString();
-    }
-
     @Test
     void everyAnswerCarriesItsOwnHeadersWithTheirCaseAsSent() throws Exception {
         // More distinct names than the codec remembers, so names also replace one another in its cache.
         int names = 40;
-        try (Worker worker = new Worker((method, n) -> {
+        try (PlainSocketWorker worker = answering((method, n) -> {
                  StringBuilder answer = new StringBuilder("HTTP/1.1 200 OK\r\nServer: test\r\ncontent-length: 2\r\n");
                  for (int i = 0; i < names; i++) {
                      answer.append(i % 2 == 0 ? "X-Answer-" : "x-answer-").append(i).append(": ")
@@ -129,96 +107,6 @@ class WorkerConnectionTest {
                 }
             }
             assertEquals(1, worker.proxiedConnections());
-        }
-    }
-
-    /**
-     * A worker answering {@code answer(method, n)} to the n-th proxied request (from 1), and 200 to health checks.
-     */
-    private static final class Worker implements AutoCloseable {
-        private final ServerSocket server = new ServerSocket(0, 16, InetAddress.getLoopbackAddress());
-        private final BiFunction<String, Integer, String> answer;
-        private final AtomicInteger proxied = new AtomicInteger();
-        private final Set<Socket> proxiedConnections = ConcurrentHashMap.newKeySet();
-        private final List<String> bodies = new CopyOnWriteArrayList<>();
-
-        Worker(BiFunction<String, Integer, String> answer) throws IOException {
-            this.answer = answer;
-            Thread acceptor = new Thread(this::accept, "worker-connection-test");
-            acceptor.setDaemon(true);
-            acceptor.start();
-        }
-
-        String url() {
-            return "http://127.0.0.1:" + server.getLocalPort();
-        }
-
-        int proxiedConnections() {
-            return proxiedConnections.size();
-        }
-
-        /** The bodies of the proxied requests that had one, in order. */
-        List<String> bodies() {
-            return bodies;
-        }
-
-        private void accept() {
-            while (!server.isClosed()) {
-                try {
-                    Socket connection = server.accept();
-                    Thread t = new Thread(() -> serve(connection), "worker-connection-test-conn");
-                    t.setDaemon(true);
-                    t.start();
-                } catch (IOException closed) {
-                    return;
-                }
-            }
-        }
-
-        private void serve(Socket connection) {
-            try (Socket c = connection) {
-                BufferedReader in = new BufferedReader(
-                        new InputStreamReader(c.getInputStream(), StandardCharsets.ISO_8859_1));
-                OutputStream out = c.getOutputStream();
-                String line;
-                while ((line = in.readLine()) != null) {
-                    String method = line.substring(0, line.indexOf(' '));
-                    boolean health = line.contains(" /health ");
-                    int length = 0;
-                    while (!line.isEmpty()) {
-                        if (line.toLowerCase(Locale.ROOT).startsWith("content-length:")) {
-                            length = Integer.parseInt(line.substring(15).trim());
-                        }
-                        line = in.readLine();
-                    }
-                    char[] body = new char[length];
-                    for (int read = 0, n; read < length; read += n) {
-                        n = in.read(body, read, length - read);
-                        if (n < 0) {
-                            return;
-                        }
-                    }
-                    String reply;
-                    if (health) {
-                        reply = "HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n";
-                    } else {
-                        proxiedConnections.add(c);
-                        if (length > 0) {
-                            bodies.add(new String(body));
-                        }
-                        reply = answer.apply(method, proxied.incrementAndGet());
-                    }
-                    out.write(reply.getBytes(StandardCharsets.ISO_8859_1));
-                    out.flush();
-                }
-            } catch (IOException | RuntimeException closed) {
-                // The router closed the connection.
-            }
-        }
-
-        @Override
-        public void close() throws IOException {
-            server.close();
         }
     }
 }
