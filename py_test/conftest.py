@@ -24,7 +24,7 @@ def engine_jar():
 @pytest.fixture(scope="session")
 def mock_workers(engine_jar):
     """URLs of MOCK_WORKER_COUNT mock vLLM workers in one JVM, shared by the whole session."""
-    from vllm_router.demo import MockWorkers
+    from vllm_router.mock_workers import MockWorkers
 
     workers = MockWorkers(MOCK_WORKER_COUNT)
     yield workers.urls

@@ -13,7 +13,7 @@ import pytest
 
 from helpers import chat, http, wait_until
 from vllm_router import Router, RouterArgs
-from vllm_router.demo import MockWorkers
+from vllm_router.mock_workers import MockWorkers
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"

@@ -18,18 +18,15 @@ import os
 import re
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from typing import List, Optional
 
-from .bridge.engine_command import engine_class_path, engine_command, read_event
-from .bridge.java_runtime import find_java
+from .mock_workers import MockWorkers, workload_command
 from .router import Router
 from .router_args import RouterArgs
 
 DEFAULT_POLICIES = ["sticky_least_loaded", "cache_aware", "kv_aware", "round_robin", "consistent_hash"]
-WORKLOAD_MAIN_CLASS = "org.vllmrouter.mock.WorkloadMain"
 
 # Mock latency model: uncached prompt tokens dominate, so KV-cache reuse shows in latency; a
 # small per-worker batch limit makes load imbalance show in the tail. Each worker's GPU cache
@@ -51,46 +48,17 @@ DEFAULT_PLOT = os.path.join("demo-output", "policies.png")
 PROGRESS_LINE = re.compile(r"turns (\d+)/(\d+)")
 
 
-class MockWorkers:
-    """Mock vLLM workers in one JVM (the engine jar's `mock-worker` command)."""
-
-    def __init__(self, count: int, knobs: Optional[dict] = None):
-        knob_args = [f"--{name}={value}" for name, value in (knobs or {}).items()]
-        command = engine_command(find_java(), engine_class_path(),
-                                 ["mock-worker", "--count", str(count), "--lifeline", *knob_args])
-        self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        ready = read_event(self._process.stdout)
-        if ready is None or ready["event"] != "ready":
-            self.close()
-            reason = ready.get("message") if ready else "no ready line before the process ended"
-            raise RuntimeError(f"mock workers did not start: {reason}")
-        self.urls: List[str] = ready["urls"]
-        # Keep draining stdout so the workers never block on a full pipe.
-        threading.Thread(target=self._process.stdout.read, daemon=True).start()
-
-    def close(self) -> None:
-        self._process.stdin.close()  # lifeline: EOF stops the workers
-        try:
-            self._process.wait(10)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait()
-
-
 def run_workload(router_url: str, sessions: int, turns: int, concurrency: int,
                  progress_label: Optional[str] = None) -> dict:
     """The mock module's workload driver against `router_url`; its JSON summary.
 
     With `progress_label`, the turns done so far are shown on one updating terminal line.
     """
-    command = engine_command(
-        find_java(), engine_class_path(),
-        ["--router", router_url, "--sessions", str(sessions), "--turns", str(turns),
-         "--concurrency", str(concurrency), "--prompt-tokens", str(PROMPT_TOKENS_PER_TURN),
-         "--output-tokens", str(OUTPUT_TOKENS), "--json"]
-        + (["--progress"] if progress_label else []),
-        main_class=WORKLOAD_MAIN_CLASS,
-    )
+    command = workload_command(
+        router_url,
+        ["--sessions", str(sessions), "--turns", str(turns), "--concurrency", str(concurrency),
+         "--prompt-tokens", str(PROMPT_TOKENS_PER_TURN), "--output-tokens", str(OUTPUT_TOKENS), "--json"]
+        + (["--progress"] if progress_label else []))
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True,
                           stderr=subprocess.PIPE if progress_label else None) as driver:
         if progress_label:

@@ -7,6 +7,16 @@ exits, which would delay both start-up and shutdown. So the first `start_engine`
 cache starts a detached builder (`python -m vllm_router.bridge.class_cache`) and goes on
 without it; `make` builds the cache right after installing the package.
 
+The training run proxies a multi-turn workload (completions, then chat; X-Session-ID on every
+turn, /finish_session at each session's end) through sticky_least_loaded to two mock workers, so
+the cache also holds the proxy path's classes and the JIT's profiles of it (JEP 515). Measured
+against a cache trained on start-up alone (c=64, 2 KiB prompts, two interleaved pairs, each
+router 20 s into load): C2 compiled for 0.6 instead of 1.6 s over the next 30 s, the profiled
+code took 2.8 instead of 4.5 MB, and requests a second were 3% and 22% higher. The first proxied
+request takes 10 instead of 39 ms (median of 5 starts). The JIT front-loads its work: the first
+500 requests took 654 against 604 ms in all, and after 100 s of load the pairs went both ways.
+The build takes about 18 s instead of 5.
+
 The cache is keyed by the Java runtime, the jar (path, size, mtime) and the JVM options, lives
 in the user's cache directory, and is written under a temporary name then renamed, so a JVM never
 sees a partial file. A cache the JVM cannot use is ignored by the JVM.
@@ -47,6 +57,13 @@ STALE_BUILD_SECS = 600
 # Caches kept per runtime and jar location, one per set of JVM options (about 30 MB each).
 MAX_OPTION_SETS = 3
 TRAINING_READY_TIMEOUT_SECS = 120
+# The training run's traffic: multi-turn sessions with X-Session-ID, each released with
+# /finish_session, once over /v1/completions and once over /v1/chat/completions, through
+# sticky_least_loaded to zero-latency mock workers.
+TRAINING_WORKERS = 2
+TRAINING_WORKLOAD = ["--sessions", "400", "--turns", "8", "--concurrency", "8",
+                     "--prompt-tokens", "64", "--output-tokens", "16"]
+TRAINING_WORKLOAD_TIMEOUT_SECS = 120
 
 
 def cache_path(java: JavaRuntime, jar: Path, base_options: List[str]) -> Optional[Path]:
@@ -133,34 +150,51 @@ def build(java: JavaRuntime, jar: Path) -> Optional[Path]:
 
 
 def _training_run(java: JavaRuntime, jar: Path, output: Path) -> None:
-    """Run `serve` once with -XX:AOTCacheOutput: start, answer a few requests, exit normally."""
-    # Imported here: the router's own start-up imports this module and never needs it.
+    """Run `serve` once with -XX:AOTCacheOutput in front of mock workers, drive the workload
+    through it, then end it normally: the cache then holds the classes of the proxy path and the
+    JIT's profiles of it (JEP 515), so a router reaches its compiled steady state sooner."""
+    # Imported here: the router's own start-up imports this module and never needs them.
     import urllib.request
 
-    command = engine_command(java, jar, ["serve", "--config", "-"],
-                             [f"-XX:AOTCacheOutput={output}", *QUIET_AOT_LOGGING])
-    engine = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL)
-    config = {"host": "127.0.0.1", "port": 0, "prometheus_port": 0, "policy": "sticky_least_loaded"}
-    engine.stdin.write(json.dumps(config).encode() + b"\n")
-    engine.stdin.flush()
-    # A JVM that neither gets ready nor fails is stopped; it then writes no cache.
-    watchdog = threading.Timer(TRAINING_READY_TIMEOUT_SECS, engine.kill)
-    watchdog.start()
-    try:
-        ready = read_event(engine.stdout)  # the JVM also prints AOT progress lines on stdout
-    finally:
-        watchdog.cancel()
-    if ready and ready["event"] == "ready":
-        base = f"http://127.0.0.1:{ready['port']}"
-        for route in ("/health", "/sessions", "/list_workers"):
-            try:
-                urllib.request.urlopen(base + route, timeout=10).read()
-            except OSError:
-                pass
-    engine.stdin.close()  # lifeline EOF: a normal exit, during which the JVM writes the cache
-    engine.stdout.read()
-    engine.wait()
+    from ..mock_workers import MockWorkers, workload_command
+
+    with MockWorkers(TRAINING_WORKERS, java=java, class_path=str(jar)) as workers:
+        command = engine_command(java, jar, ["serve", "--config", "-"],
+                                 [f"-XX:AOTCacheOutput={output}", *QUIET_AOT_LOGGING])
+        engine = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL)
+        config = {"host": "127.0.0.1", "port": 0, "prometheus_port": 0,
+                  "policy": "sticky_least_loaded", "worker_urls": workers.urls}
+        engine.stdin.write(json.dumps(config).encode() + b"\n")
+        engine.stdin.flush()
+        # A JVM that neither gets ready nor fails is stopped; it then writes no cache.
+        watchdog = threading.Timer(TRAINING_READY_TIMEOUT_SECS, engine.kill)
+        watchdog.start()
+        try:
+            ready = read_event(engine.stdout)  # the JVM also prints AOT progress lines on stdout
+        finally:
+            watchdog.cancel()
+        if ready and ready["event"] == "ready":
+            base = f"http://127.0.0.1:{ready['port']}"
+            for api in ("completions", "chat"):
+                try:
+                    subprocess.run(workload_command(base, [*TRAINING_WORKLOAD, "--api", api],
+                                                    java=java, class_path=str(jar)),
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   timeout=TRAINING_WORKLOAD_TIMEOUT_SECS)
+                except subprocess.TimeoutExpired:
+                    pass  # what ran so far is trained; the cache is still worth writing
+            scraped = [base + route for route in ("/health", "/sessions", "/list_workers")]
+            if ready.get("metrics_port"):
+                scraped.append(f"http://127.0.0.1:{ready['metrics_port']}/metrics")
+            for url in scraped:
+                try:
+                    urllib.request.urlopen(url, timeout=10).read()
+                except OSError:
+                    pass
+        engine.stdin.close()  # lifeline EOF: a normal exit, during which the JVM writes the cache
+        engine.stdout.read()
+        engine.wait()
 
 
 def _remove_other_caches(keep: Path) -> None:
