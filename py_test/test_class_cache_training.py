@@ -2,7 +2,6 @@
 the proxy path's classes in it (JEP 483) instead of loading them from the jar on the first
 requests, and its JIT starts from the training run's profiles (JEP 515)."""
 
-import http.client
 import json
 import subprocess
 import threading
@@ -11,6 +10,8 @@ import time
 from vllm_router.bridge import class_cache
 from vllm_router.bridge.engine_command import engine_command, jvm_options, read_event
 from vllm_router.bridge.java_runtime import find_java
+
+from helpers import http
 
 BUILD_WAIT_SECS = 180
 FROM_CACHE = "source: shared objects file"
@@ -48,16 +49,12 @@ def test_a_router_finds_the_proxy_path_in_the_class_cache(engine_jar, mock_worke
         assert ready and ready["event"] == "ready", ready
         reader = threading.Thread(target=lambda: lines.extend(engine.stdout))
         reader.start()
+        base = f"http://127.0.0.1:{ready['port']}"
         for api, body in (("/v1/completions", {"model": "mock", "prompt": "hello", "max_tokens": 4}),
                           ("/v1/chat/completions",
                            {"model": "mock", "messages": [{"role": "user", "content": "hello"}]})):
-            connection = http.client.HTTPConnection("127.0.0.1", ready["port"], timeout=10)
-            connection.request("POST", api, body=json.dumps(body),
-                               headers={"Content-Type": "application/json", "X-Session-ID": "t-1"})
-            answer = connection.getresponse()
-            assert answer.status == 200, answer.read()
-            answer.read()
-            connection.close()
+            status, _, answer = http("POST", base + api, body, {"X-Session-ID": "t-1"})
+            assert status == 200, answer
         engine.stdin.close()
         assert engine.wait(30) == 0
         reader.join(10)
