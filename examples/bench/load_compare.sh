@@ -20,7 +20,15 @@
 # SSE answer over one keep-alive connection (median, minus the direct one = what the proxy adds) and the
 # bytes per second of a large SSE answer relayed.
 #
-# RUNS > 1 repeats the whole arm list (runs interleave arms, so a slow minute hits every arm alike), in
+# ROUNDS > 0 runs the arms side by side instead: all of them start at once (each on a port of its own)
+# and are warmed, then each level is measured in ROUNDS rounds of one DURATION_S window per arm, the
+# arms' order rotated every round; a round plays the part of a run in the report, whose paired ratios
+# (the median over rounds of an arm's value over HAProxy's in the same round) then compare windows
+# seconds apart. On this shared 2-core machine a window's req/s and p99 move by 20-40% from one window
+# to the next for the same warm proxy, for HAProxy as for ours; runs minutes apart cannot see a
+# 10% difference through that, adjacent windows can.
+#
+# RUNS > 1 (without ROUNDS) repeats the whole arm list (runs interleave arms, so a slow minute hits every arm alike), in
 # reverse order on every second run: an arm that follows another JVM arm measured slower than the same
 # arm run first (seen 4 times in 5), so with an even RUNS each arm takes each place equally often; the
 # report gives the median of the runs and ratios against HAProxy, and draws a PNG (latency percentiles,
@@ -29,7 +37,7 @@
 # Every run has a bounded duration; everything started here is stopped by pid on exit.
 #
 # Environment (defaults in brackets):
-#   ARMS ["direct haproxy nginx-hash rust router"]   CONCURRENCIES ["16 64"]   RUNS [1]
+#   ARMS ["direct haproxy nginx-hash rust router"]   CONCURRENCIES ["16 64"]   RUNS [1]   ROUNDS [0]
 #   BACKEND [nginx]      nginx | mock
 #   ARM_WARMUP_S [40]    warm-up of a JVM arm (router*), not measured. On a busy machine the JIT's
 #                        compiler threads wait for CPU and 40 s can leave the router partly interpreted
@@ -65,6 +73,8 @@ cd "$ROOT"
 ARMS=${ARMS:-"direct haproxy nginx-hash rust router"}
 CONCURRENCIES=${CONCURRENCIES:-"16 64"}
 RUNS=${RUNS:-1}
+ROUNDS=${ROUNDS:-0}
+[[ "$ROUNDS" =~ ^[0-9]+$ ]] || { echo "ROUNDS must be a whole number, not '$ROUNDS'" >&2; exit 2; }
 BACKEND=${BACKEND:-nginx}
 ARM_WARMUP_S=${ARM_WARMUP_S:-40}
 LEVEL_WARMUP_S=${LEVEL_WARMUP_S:-5}
@@ -331,11 +341,11 @@ start_our_router() {
 spawn() {
   local started
   started=$(date +%s.%N)
-  ( eval "exec $1" ) > "$WORK/proxy.out" 2> "$WORK/proxy.err" &
+  ( eval "exec $1" ) > "$WORK/proxy-$PROXY_PORT.out" 2> "$WORK/proxy-$PROXY_PORT.err" &
   PROXY_PID=$!
   PIDS+=("$PROXY_PID")
   if ! wait_http "http://127.0.0.1:$PROXY_PORT/health" "$PROXY_PID" 120; then
-    log "proxy did not become healthy: $(tail -5 "$WORK/proxy.err")"
+    log "proxy did not become healthy: $(tail -5 "$WORK/proxy-$PROXY_PORT.err")"
     return 1
   fi
   START_S=$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
@@ -455,63 +465,115 @@ if [[ "$BACKEND" == nginx ]]; then
   log "SSE, direct: $DIRECT_SSE"
 fi
 
-for run in $(seq 1 "$RUNS"); do
-  run_arms=$ARMS
-  if (( run % 2 == 0 )); then run_arms=$(printf '%s\n' $ARMS | tac | xargs); fi
-  for arm in $run_arms; do
-    PROXY_PID= START_S=null IDLE_RSS_KIB=null
-    started_ok=1
-    case "$arm" in
-      direct) ARM_URL="http://127.0.0.1:${BACKEND_PORTS[0]}" ;;
-      haproxy) start_haproxy || started_ok=0 ;;
-      nginx-hash) start_nginx_hash || started_ok=0 ;;
-      rust) start_rust || started_ok=0 ;;
-      router) start_our_router "$ROOT" || started_ok=0 ;;
-      router-base) start_our_router "$BASE_TREE" || started_ok=0 ;;
-      router-before)
-        if [[ -z "$BEFORE_TREE" ]]; then log "router-before needs BEFORE_TREE"; continue; fi
-        start_our_router "$BEFORE_TREE" || started_ok=0 ;;
-      *) log "unknown arm $arm"; continue ;;
-    esac
-    if (( ! started_ok )); then stop_proxy; continue; fi
-    [[ -n "$PROXY_PID" ]] && ARM_URL="http://127.0.0.1:$PROXY_PORT"
-    warmup=$LEVEL_WARMUP_S
-    [[ "$arm" == router* ]] && warmup=$ARM_WARMUP_S
-    log "run $run, $arm: started in ${START_S}s; warm-up ${warmup}s in runs of up to ${WARMUP_CHUNK_S}s"
-    # Several runs, cycling through the measured concurrencies: each run opens and closes its
-    # connections, and the JIT has to see those paths too. After a single long run they were first
-    # taken in the measured level, whose first seconds then held a burst of deoptimizations and
-    # recompiles (seen with -XX:+LogCompilation: 179 compiles and 63 traps in 10 s, against 18 and
-    # none in the 10 s before; with the warm-up in 10 s runs, a handful).
-    levels=($CONCURRENCIES)
-    for ((chunk = 0; chunk * WARMUP_CHUNK_S < warmup; chunk++)); do
-      left=$((warmup - chunk * WARMUP_CHUNK_S))
-      wrk_run "$ARM_URL/v1/completions" "${levels[chunk % ${#levels[@]}]}" \
-          "$((left < WARMUP_CHUNK_S ? left : WARMUP_CHUNK_S))" > /dev/null
-    done
-    for c in $CONCURRENCIES; do
-      wrk_run "$ARM_URL/v1/completions" "$c" "$LEVEL_WARMUP_S" > /dev/null
-      before=$([[ -n "$PROXY_PID" ]] && tree_stats "$PROXY_PID" || echo "0 0")
-      line=$(wrk_run "$ARM_URL/v1/completions" "$c" "$DURATION_S")
-      after=$([[ -n "$PROXY_PID" ]] && tree_stats "$PROXY_PID" || echo "0 0")
-      if [[ "$line" != "{"* ]]; then
-        log "$arm c=$c: no result from wrk"
-        continue
-      fi
-      proxy_json=null
-      if [[ -n "$PROXY_PID" ]]; then
-        proxy_json="{\"cpu_ticks\":$(( ${after% *} - ${before% *} )),\"rss_kib\":${after#* },\"idle_rss_kib\":$IDLE_RSS_KIB,\"start_s\":$START_S}"
-      fi
-      echo "{\"run\":$run,\"arm\":\"$arm\",\"concurrency\":$c,\"clk_tck\":$(getconf CLK_TCK),\"wrk\":$line,\"proxy\":$proxy_json}" >> "$RESULTS"
-      log "$arm c=$c: $line ${after}"
-    done
-    if [[ "$BACKEND" == nginx && "$arm" != direct ]]; then
-      sse=$(sse_probe "$ARM_URL" || echo null)
-      echo "{\"run\":$run,\"arm\":\"$arm\",\"sse\":$sse,\"direct_sse\":${DIRECT_SSE:-null}}" >> "$RESULTS"
-      log "SSE, $arm: $sse"
-    fi
-    stop_proxy
+# start_arm ARM: starts ARM's proxy on PROXY_PORT (none for direct) and sets ARM_URL, PROXY_PID,
+# START_S and IDLE_RSS_KIB; fails when the arm is unknown or did not start.
+start_arm() {
+  PROXY_PID= START_S=null IDLE_RSS_KIB=null
+  local started_ok=1
+  case "$1" in
+    direct) ARM_URL="http://127.0.0.1:${BACKEND_PORTS[0]}"; return 0 ;;
+    haproxy) start_haproxy || started_ok=0 ;;
+    nginx-hash) start_nginx_hash || started_ok=0 ;;
+    rust) start_rust || started_ok=0 ;;
+    router) start_our_router "$ROOT" || started_ok=0 ;;
+    router-base) start_our_router "$BASE_TREE" || started_ok=0 ;;
+    router-before)
+      if [[ -z "$BEFORE_TREE" ]]; then log "router-before needs BEFORE_TREE"; return 1; fi
+      start_our_router "$BEFORE_TREE" || started_ok=0 ;;
+    *) log "unknown arm $1"; return 1 ;;
+  esac
+  if (( ! started_ok )); then stop_proxy; return 1; fi
+  ARM_URL="http://127.0.0.1:$PROXY_PORT"
+}
+
+# warm_arm ARM URL LABEL: the arm's unmeasured warm-up (ARM_WARMUP_S for our routers, else LEVEL_WARMUP_S).
+warm_arm() {
+  local warmup=$LEVEL_WARMUP_S
+  [[ "$1" == router* ]] && warmup=$ARM_WARMUP_S
+  log "$3: warm-up ${warmup}s in runs of up to ${WARMUP_CHUNK_S}s"
+  # Several runs, cycling through the measured concurrencies: each run opens and closes its
+  # connections, and the JIT has to see those paths too. After a single long run they were first
+  # taken in the measured level, whose first seconds then held a burst of deoptimizations and
+  # recompiles (seen with -XX:+LogCompilation: 179 compiles and 63 traps in 10 s, against 18 and
+  # none in the 10 s before; with the warm-up in 10 s runs, a handful).
+  local levels=($CONCURRENCIES) chunk left
+  for ((chunk = 0; chunk * WARMUP_CHUNK_S < warmup; chunk++)); do
+    left=$((warmup - chunk * WARMUP_CHUNK_S))
+    wrk_run "$2/v1/completions" "${levels[chunk % ${#levels[@]}]}" \
+        "$((left < WARMUP_CHUNK_S ? left : WARMUP_CHUNK_S))" > /dev/null
   done
-done
+}
+
+# measure RUN ARM URL PID C SECONDS IDLE_RSS_KIB START_S: one measured wrk run, appended to RESULTS.
+measure() {
+  local run=$1 arm=$2 url=$3 pid=$4 c=$5 seconds=$6 before after line proxy_json=null
+  before=$([[ -n "$pid" ]] && tree_stats "$pid" || echo "0 0")
+  line=$(wrk_run "$url/v1/completions" "$c" "$seconds")
+  after=$([[ -n "$pid" ]] && tree_stats "$pid" || echo "0 0")
+  if [[ "$line" != "{"* ]]; then
+    log "$arm c=$c: no result from wrk"
+    return
+  fi
+  if [[ -n "$pid" ]]; then
+    proxy_json="{\"cpu_ticks\":$(( ${after% *} - ${before% *} )),\"rss_kib\":${after#* },\"idle_rss_kib\":$7,\"start_s\":$8}"
+  fi
+  echo "{\"run\":$run,\"arm\":\"$arm\",\"concurrency\":$c,\"clk_tck\":$(getconf CLK_TCK),\"wrk\":$line,\"proxy\":$proxy_json}" >> "$RESULTS"
+  log "$arm c=$c: $line ${after}"
+}
+
+# probe_sse RUN ARM URL: the SSE probe of one arm (nginx backends only), appended to RESULTS.
+probe_sse() {
+  if [[ "$BACKEND" == nginx && "$2" != direct ]]; then
+    local sse
+    sse=$(sse_probe "$3" || echo null)
+    echo "{\"run\":$1,\"arm\":\"$2\",\"sse\":$sse,\"direct_sse\":${DIRECT_SSE:-null}}" >> "$RESULTS"
+    log "SSE, $2: $sse"
+  fi
+}
+
+if (( ROUNDS > 0 )); then
+  # Side by side: every arm runs at once on a port of its own and is warmed, then each level is
+  # measured in ROUNDS rounds of one DURATION_S window per arm, the arms' order rotated every round.
+  # A slow minute on this shared machine then lands on neighbouring windows of every arm, and a
+  # round's windows compare like with like (the report's paired ratios).
+  declare -A URL_OF PID_OF IDLE_OF START_OF
+  up=()
+  port=$PROXY_PORT
+  for arm in $ARMS; do
+    PROXY_PORT=$port METRICS_PORT=$((port + 1))
+    port=$((port + 2))
+    start_arm "$arm" || continue
+    log "$arm: started in ${START_S}s on port $PROXY_PORT"
+    URL_OF[$arm]=$ARM_URL PID_OF[$arm]=$PROXY_PID IDLE_OF[$arm]=$IDLE_RSS_KIB START_OF[$arm]=$START_S
+    up+=("$arm")
+  done
+  for arm in "${up[@]}"; do warm_arm "$arm" "${URL_OF[$arm]}" "$arm"; done
+  for c in $CONCURRENCIES; do
+    for arm in "${up[@]}"; do wrk_run "${URL_OF[$arm]}/v1/completions" "$c" "$LEVEL_WARMUP_S" > /dev/null; done
+    for round in $(seq 1 "$ROUNDS"); do
+      for ((k = 0; k < ${#up[@]}; k++)); do
+        arm=${up[(k + round) % ${#up[@]}]}
+        measure "$round" "$arm" "${URL_OF[$arm]}" "${PID_OF[$arm]}" "$c" "$DURATION_S" \
+            "${IDLE_OF[$arm]}" "${START_OF[$arm]}"
+      done
+    done
+  done
+  for arm in "${up[@]}"; do probe_sse 1 "$arm" "${URL_OF[$arm]}"; done
+else
+  for run in $(seq 1 "$RUNS"); do
+    run_arms=$ARMS
+    if (( run % 2 == 0 )); then run_arms=$(printf '%s\n' $ARMS | tac | xargs); fi
+    for arm in $run_arms; do
+      start_arm "$arm" || continue
+      warm_arm "$arm" "$ARM_URL" "run $run, $arm: started in ${START_S}s;"
+      for c in $CONCURRENCIES; do
+        wrk_run "$ARM_URL/v1/completions" "$c" "$LEVEL_WARMUP_S" > /dev/null
+        measure "$run" "$arm" "$ARM_URL" "$PROXY_PID" "$c" "$DURATION_S" "$IDLE_RSS_KIB" "$START_S"
+      done
+      probe_sse "$run" "$arm" "$ARM_URL"
+      stop_proxy
+    done
+  done
+fi
 
 "$ROUTER_PYTHON" "$ROOT/examples/bench/load_compare_report.py" "$RESULTS" | tee "${RESULTS%.jsonl}.txt"

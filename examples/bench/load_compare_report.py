@@ -2,8 +2,10 @@
 
     python examples/bench/load_compare_report.py bench-results/load_compare-<time>.jsonl
 
-One table per run, then the median over runs with ratios against HAProxy (when it ran), then the
-SSE probe. The PNG (same name, .png) has one row per concurrency level: latency percentiles, CPU
+One table per run (up to PER_RUN_TABLES runs; a side-by-side run with ROUNDS has a "run" per round),
+then the median over runs with ratios of the medians against HAProxy (when it ran), then the paired
+ratios (per run, the arm's value over HAProxy's in that run; their median and range), then the SSE
+probe. The PNG (same name, .png) has one row per concurrency level: latency percentiles, CPU
 per request and RSS per arm. matplotlib is optional: without it the tables are still printed.
 """
 
@@ -14,6 +16,7 @@ from collections import defaultdict
 from pathlib import Path
 
 REFERENCE_ARM = "haproxy"
+PER_RUN_TABLES = 4
 
 
 def load(path):
@@ -79,9 +82,36 @@ def ratio(value, reference):
     return f"{value / reference:.2f}"
 
 
+def paired_ratios(levels):
+    """Per (arm, level): the median, lowest and highest over runs of the arm's value over the reference's in the
+    same run. Noise shared by neighbouring windows cancels in each ratio, which ratios of medians cannot do."""
+    reference = {(r["run"], r["c"]): r for r in levels if r["arm"] == REFERENCE_ARM}
+    groups = defaultdict(list)
+    for row in levels:
+        ref = reference.get((row["run"], row["c"]))
+        if row["arm"] != REFERENCE_ARM and ref:
+            groups[(row["arm"], row["c"])].append((row, ref))
+    if not groups:
+        return []
+    out = ["", f"paired ratios against {REFERENCE_ARM} in the same run: median [lowest, highest] over runs",
+           f'{"arm":<14} {"c":>3} {"runs":>4} {"x cpu":>17} {"x req/s":>17} {"x p99":>17}']
+    for (arm, c), pairs in sorted(groups.items(), key=lambda item: (item[0][1], item[0][0])):
+        cells = []
+        for key in ("cpu", "rps", "p99"):
+            ratios = sorted(row[key] / ref[key] for row, ref in pairs if row[key] is not None and ref[key])
+            cells.append(f"{statistics.median(ratios):.2f} [{ratios[0]:.2f}, {ratios[-1]:.2f}]" if ratios else "-")
+        out.append(f"{arm:<14} {c:>3} {len(pairs):>4} {cells[0]:>17} {cells[1]:>17} {cells[2]:>17}")
+    return out
+
+
 def report(levels, sse):
     out = []
-    for run in sorted({r["run"] for r in levels}):
+    runs = sorted({r["run"] for r in levels})
+    if len(runs) > PER_RUN_TABLES:
+        out.append(f"{len(runs)} runs (rounds); every window is a line of the .jsonl")
+        out.append("")
+        runs = []
+    for run in runs:
         out.append(f"run {run}")
         out.append(HEADER)
         for row in (r for r in levels if r["run"] == run):
@@ -97,6 +127,7 @@ def report(levels, sse):
         out.append(line(m) + f'   {ratio(m["cpu"], ref.get("cpu")):>5} {ratio(m["rps"], ref.get("rps")):>7} '
                    f'{ratio(m["p99"], ref.get("p99")):>6} {ratio(m["rss"], ref.get("rss")):>6}'
                    + (f'  ({m["errors"]} errors)' if m["errors"] else ""))
+    out.extend(paired_ratios(levels))
     if sse:
         out.append("")
         out.append("SSE: time to first byte of a 2 KiB SSE answer (median of 200 after 2,000 unmeasured, one keep-alive connection),")
