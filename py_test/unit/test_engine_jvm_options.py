@@ -47,8 +47,8 @@ FLOOR = "vllm.router.fullCollectionFloor"
 
 
 def test_the_engine_bounds_its_heap_growth_by_default(monkeypatch):
-    assert system_properties(monkeypatch, None)[FLOOR] == "32m"
-    assert system_properties(monkeypatch, "-XX:+UseSerialGC")[FLOOR] == "32m"
+    assert system_properties(monkeypatch, None)[FLOOR] == "20m"
+    assert system_properties(monkeypatch, "-XX:+UseSerialGC")[FLOOR] == "20m"
 
 
 def test_a_user_sets_the_floor_or_turns_the_bound_off(monkeypatch):

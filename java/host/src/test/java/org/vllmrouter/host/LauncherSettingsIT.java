@@ -86,7 +86,7 @@ class LauncherSettingsIT {
     void aCollectorOfTheUsersReplacesOursInTheCommandsThatSetOne(@TempDir Path dir) throws Exception {
         Path badConfig = Files.writeString(dir.resolve("router.json"), "{\"port\":0,\"cache_threshold\":1.5}");
         String flags = " -XX:+PrintCommandLineFlags -XshowSettings:properties";
-        String floor = "vllm.router.fullCollectionFloor = 32m";
+        String floor = "vllm.router.fullCollectionFloor = 20m";
 
         Run ours = run(Map.of("VLLM_ROUTER_JVM_OPTS", flags), "serve", "--config", badConfig.toString());
         assertEquals(2, ours.exitCode(), ours.stderr());

@@ -322,7 +322,7 @@ class EngineRunnerTest {
             JsonNode error = firstLine(p);
             assertEquals("error", error.get("event").asText(), error.toString());
             assertEquals("startup", error.get("kind").asText(), error.toString());
-            assertEquals("-Dvllm.router.fullCollectionFloor=lots is not a heap size of at least 1 MiB (such as 32m)"
+            assertEquals("-Dvllm.router.fullCollectionFloor=lots is not a heap size of at least 1 MiB (such as 20m)"
                     + " or off", error.get("message").asText());
             assertTrue(p.waitFor(30, TimeUnit.SECONDS));
             assertEquals(2, p.exitValue());

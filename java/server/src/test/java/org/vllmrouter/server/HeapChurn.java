@@ -1,5 +1,7 @@
 package org.vllmrouter.server;
 
+import java.lang.management.GarbageCollectorMXBean;
+import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -7,7 +9,10 @@ import java.util.Map;
 /**
  * A child JVM's work for {@link HeapGrowthBoundTest}: entries kept a while and then dropped, as sessions are, 400 MiB
  * of them passing through a table of 8,000 (8 MiB live). Prints the largest heap the JVM had committed. With
- * {@code bound} as its argument the process checks its heap every 20 ms against a 16 MiB floor.
+ * {@code bound} as its argument the process checks its old generation every 20 ms against a 16 MiB floor.
+ *
+ * <p>With {@code young-garbage}, the bound runs as with {@code bound} while only short-lived garbage is made (a
+ * proxy's per-request objects), and the process prints how many whole-heap collections it went through.
  */
 public final class HeapChurn {
     private static final int KEPT = 8_000;
@@ -19,8 +24,13 @@ public final class HeapChurn {
 
     public static void main(String[] args) throws InterruptedException {
         Runtime runtime = Runtime.getRuntime();
-        if (args.length > 0 && args[0].equals("bound")) {
-            new HeapGrowthBound(16L << 20, HeapGrowthBound::heapInUse, System::gc).start(Duration.ofMillis(20));
+        String mode = args.length > 0 ? args[0] : "unbound";
+        if (!mode.equals("unbound")) {
+            new HeapGrowthBound(16L << 20, HeapGrowthBound.oldGenerationInUse(), System::gc).start(Duration.ofMillis(20));
+        }
+        if (mode.equals("young-garbage")) {
+            System.out.println(wholeHeapCollectionsWhileMakingGarbage());
+            return;
         }
         Map<Integer, byte[]> kept = new LinkedHashMap<>() {
             @Override
@@ -38,5 +48,24 @@ public final class HeapChurn {
             }
         }
         System.out.println(mostCommitted);
+    }
+
+    /** 400 MiB of 1 KiB arrays, each dropped at once, at about 100 MiB a second; the serial old collector's count. */
+    private static long wholeHeapCollectionsWhileMakingGarbage() throws InterruptedException {
+        long checksum = 0;
+        for (int i = 0; i < ENTRIES; i++) {
+            byte[] garbage = new byte[ENTRY_BYTES];
+            checksum += garbage.length;
+            if (i % BURST == 0) {
+                Thread.sleep(20);
+            }
+        }
+        if (checksum != (long) ENTRIES * ENTRY_BYTES) {
+            throw new AssertionError(checksum);
+        }
+        return ManagementFactory.getGarbageCollectorMXBeans().stream()
+                .filter(gc -> gc.getName().equals("MarkSweepCompact"))
+                .mapToLong(GarbageCollectorMXBean::getCollectionCount)
+                .sum();
     }
 }

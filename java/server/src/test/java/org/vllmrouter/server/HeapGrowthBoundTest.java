@@ -78,7 +78,7 @@ class HeapGrowthBoundTest {
     void anythingElseIsRefusedNamingTheProperty(String value) {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> HeapGrowthBound.floor(value));
         assertEquals("-Dvllm.router.fullCollectionFloor=" + value
-                + " is not a heap size of at least 1 MiB (such as 32m) or off", e.getMessage());
+                + " is not a heap size of at least 1 MiB (such as 20m) or off", e.getMessage());
     }
 
     /**
@@ -94,9 +94,25 @@ class HeapGrowthBoundTest {
         assertTrue(bound < 96 * MIB, "with the bound the heap grew to " + bound / MIB + " MiB");
     }
 
+    /**
+     * A young generation larger than the floor (a user's {@code -Xmn64m}) fills with the garbage of requests between
+     * its collections; that is no reason for a whole-heap collection. Counting the young generation's use, the bound
+     * collected the whole heap about once a check.
+     */
+    @Test
+    void aYoungGenerationLargerThanTheFloorDoesNotTriggerWholeHeapCollections() throws Exception {
+        long collections = childRun("young-garbage", "-Xms128m", "-Xmn64m");
+        assertEquals(0, collections, "whole-heap collections while only young garbage was made");
+    }
+
     private static long mostCommittedHeap(String mode) throws Exception {
+        return childRun(mode, "-Xms16m", "-Xmn4m");
+    }
+
+    /** Runs {@link HeapChurn} in {@code mode} under the serial collector with these heap sizes; the number it prints. */
+    private static long childRun(String mode, String initialHeap, String youngGeneration) throws Exception {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        Process p = new ProcessBuilder(java, "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xms16m", "-Xmn4m",
+        Process p = new ProcessBuilder(java, "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", initialHeap, youngGeneration,
                 "-Xmx1g", "-cp", System.getProperty("java.class.path"), HeapChurn.class.getName(), mode)
                 .redirectError(ProcessBuilder.Redirect.INHERIT)
                 .start();
