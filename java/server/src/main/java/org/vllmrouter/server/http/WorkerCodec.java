@@ -2,6 +2,8 @@ package org.vllmrouter.server.http;
 
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.CombinedChannelDuplexHandler;
+import io.netty.handler.codec.DefaultHeaders;
+import io.netty.handler.codec.http.DefaultHttpHeadersFactory;
 import io.netty.handler.codec.http.HttpDecoderConfig;
 import io.netty.handler.codec.http.HttpMessage;
 import io.netty.handler.codec.http.HttpMethod;
@@ -24,6 +26,7 @@ import java.util.List;
  * Netty's response decoder makes a new name, two objects and a hash, for each of them on every response: about a
  * twentieth of the proxy path's allocation. Its request decoder already shares the common names; the response
  * decoder has no such list, so this one learns the names from the connection instead, with their case as sent.
+ * A name is checked against HTTP's token rule once, when it enters the cache, rather than on every answer.
  *
  * <p>Unlike {@code HttpClientCodec}, a CONNECT answer gets no tunnel: the router never forwards a CONNECT of
  * authority form, so an answer to one is read by its own framing like any other.
@@ -34,7 +37,27 @@ public final class WorkerCodec
     private final ArrayDeque<HttpMethod> unanswered = new ArrayDeque<>(2);
 
     WorkerCodec(HttpDecoderConfig config) {
-        init(new ResponseDecoder(config), new RequestEncoder());
+        CheckedNames checked = new CheckedNames();
+        config.setHeadersFactory(DefaultHttpHeadersFactory.headersFactory().withNameValidator(checked));
+        init(new ResponseDecoder(config, checked), new RequestEncoder());
+    }
+
+    /**
+     * The response headers' name check: Netty's, except for the name the decoder has just taken from its cache,
+     * which passed that check when it was cached. The decoder adds each name right after splitting it, on this
+     * connection's event loop, so the name split last is the one being added.
+     */
+    private static final class CheckedNames implements DefaultHeaders.NameValidator<CharSequence> {
+        private static final DefaultHeaders.NameValidator<CharSequence> NETTY =
+                DefaultHttpHeadersFactory.headersFactory().getNameValidator();
+        private AsciiString splitFromCache;
+
+        @Override
+        public void validateName(CharSequence name) {
+            if (name != splitFromCache) {
+                NETTY.validateName(name);
+            }
+        }
     }
 
     final class RequestEncoder extends HttpRequestEncoder {
@@ -51,9 +74,11 @@ public final class WorkerCodec
         private static final int CACHED_NAMES = 16;
         /** Header names by a hash of their bytes; a collision replaces the older name. */
         private final AsciiString[] names = new AsciiString[CACHED_NAMES];
+        private final CheckedNames checked;
 
-        ResponseDecoder(HttpDecoderConfig config) {
+        ResponseDecoder(HttpDecoderConfig config, CheckedNames checked) {
             super(config);
+            this.checked = checked;
         }
 
         @Override
@@ -76,9 +101,14 @@ public final class WorkerCodec
             AsciiString cached = names[slot];
             if (cached != null && cached.length() == length && Arrays.equals(cached.array(), cached.arrayOffset(),
                     cached.arrayOffset() + length, line, start, start + length)) {
+                checked.splitFromCache = cached;
                 return cached;
             }
             AsciiString name = super.splitHeaderName(line, start, length);
+            // Checked here, before it is cached: an invalid name fails this answer as it always did, and never
+            // reaches the cache.
+            CheckedNames.NETTY.validateName(name);
+            checked.splitFromCache = name;
             names[slot] = name;
             return name;
         }

@@ -5,9 +5,9 @@ import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.util.AsciiString;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
-import java.util.Locale;
 import java.util.function.Supplier;
 import org.vllmrouter.core.policy.RoutingRequest;
 import org.vllmrouter.core.session.Extraction;
@@ -22,6 +22,9 @@ import org.vllmrouter.server.http.Responses;
  * JSON fields, read in one streaming pass without a tree), once its body has been checked.
  */
 final class RoutingInput {
+    private static final AsciiString X_SESSION_ID = AsciiString.cached("x-session-id");
+    private static final AsciiString JSON = AsciiString.cached("json");
+
     private final SessionIdExtractor sessionIds;
 
     RoutingInput(SessionIdExtractor sessionIds) {
@@ -35,7 +38,7 @@ final class RoutingInput {
      */
     RoutingRequest read(FrontendHandler front, FullHttpRequest request, boolean jsonRequired) {
         HttpHeaders headers = request.headers();
-        List<String> ids = headers.getAll("x-session-id");
+        List<String> ids = headers.getAll(X_SESSION_ID);
         if (ids.size() > 1 && ids.stream().distinct().count() > 1) {
             reject(front, request, "Conflicting X-Session-ID headers: a request must carry one session id");
             return null;
@@ -57,7 +60,7 @@ final class RoutingInput {
 
     private static boolean looksLikeJson(HttpHeaders headers) {
         String type = headers.get(HttpHeaderNames.CONTENT_TYPE);
-        return type == null || type.toLowerCase(Locale.ROOT).contains("json");
+        return type == null || AsciiString.containsIgnoreCase(type, JSON);
     }
 
     private static void reject(FrontendHandler front, FullHttpRequest request, String message) {

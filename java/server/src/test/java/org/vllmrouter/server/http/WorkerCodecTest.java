@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
@@ -13,7 +15,10 @@ import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpResponse;
 import io.netty.handler.codec.http.LastHttpContent;
 import java.nio.charset.StandardCharsets;
+import io.netty.util.ReferenceCountUtil;
 import java.util.Arrays;
+import java.util.Iterator;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /** How a worker's answer is cut into the parts the proxy relays. */
@@ -64,6 +69,58 @@ class WorkerCodecTest {
         end.release();
         assertNull(channel.readInbound());
         channel.finishAndReleaseAll();
+    }
+
+    /** The names of a connection's second answer are the first answer's, with their case as sent. */
+    @Test
+    void laterAnswersShareTheConnectionsHeaderNames() {
+        EmbeddedChannel channel = new EmbeddedChannel(HttpCodecs.client());
+        HttpResponse first = answer(channel, "HTTP/1.1 200 OK\r\nX-Served-By: w1\r\nContent-Length: 0\r\n\r\n");
+        HttpResponse second = answer(channel, "HTTP/1.1 200 OK\r\nX-Served-By: w2\r\nContent-Length: 0\r\n\r\n");
+        assertEquals("w2", second.headers().get("x-served-by"));
+        assertSame(name(first, "X-Served-By"), name(second, "X-Served-By"));
+        channel.finishAndReleaseAll();
+    }
+
+    /**
+     * A name outside HTTP's token rule fails the answer whether it is new or follows valid answers on the same
+     * connection, and a later connection that sends it fails as well: it never becomes a name that skips the check.
+     */
+    @Test
+    void aHeaderNameOutsideTheTokenRuleFailsTheAnswer() {
+        for (String before : new String[] {"", "HTTP/1.1 200 OK\r\nX-Ok: 1\r\nContent-Length: 0\r\n\r\n"}) {
+            for (int attempt = 0; attempt < 2; attempt++) {
+                EmbeddedChannel channel = new EmbeddedChannel(HttpCodecs.client());
+                if (!before.isEmpty()) {
+                    assertTrue(answer(channel, before).decoderResult().isSuccess());
+                }
+                HttpResponse bad = answer(channel, "HTTP/1.1 200 OK\r\nBad{Name: 1\r\nContent-Length: 0\r\n\r\n");
+                assertTrue(bad.decoderResult().isFailure(), "attempt " + attempt + " after '" + before + "'");
+                channel.finishAndReleaseAll();
+            }
+        }
+    }
+
+    /** Decodes one whole answer; its head, with the parts after it released. */
+    private static HttpResponse answer(EmbeddedChannel channel, String bytes) {
+        channel.writeInbound(Unpooled.copiedBuffer(bytes, StandardCharsets.US_ASCII));
+        HttpResponse head = assertInstanceOf(HttpResponse.class, channel.readInbound());
+        for (Object part; (part = channel.readInbound()) != null; ) {
+            ReferenceCountUtil.release(part);
+        }
+        return head;
+    }
+
+    /** The header name object the decoder put in {@code response}'s headers for {@code name}. */
+    private static CharSequence name(HttpResponse response, String name) {
+        Iterator<Map.Entry<CharSequence, CharSequence>> entries = response.headers().iteratorCharSequence();
+        while (entries.hasNext()) {
+            CharSequence key = entries.next().getKey();
+            if (key.toString().equals(name)) {
+                return key;
+            }
+        }
+        throw new AssertionError("no header " + name);
     }
 
     private static byte[] body() {
