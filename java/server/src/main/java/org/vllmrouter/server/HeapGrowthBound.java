@@ -44,9 +44,9 @@ public final class HeapGrowthBound {
      * one (20m), or {@code off}.
      */
     public static final String FLOOR_PROPERTY = "vllm.router.fullCollectionFloor";
-    /** How often the heap in use is compared with the limit. */
+    /** How often the old generation's use is compared with the limit. */
     static final Duration CHECK_INTERVAL = Duration.ofSeconds(1);
-    /** The heap in use may reach this multiple of what the last whole collection kept. */
+    /** The old generation may hold this multiple of what the last whole collection kept. */
     static final int GROWTH_FACTOR = 2;
 
     /** The serial collector's old generation, as its memory pool is named. */
