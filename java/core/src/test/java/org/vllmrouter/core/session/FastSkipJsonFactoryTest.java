@@ -1,12 +1,14 @@
 package org.vllmrouter.core.session;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonLocation;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.io.CharTypes;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -21,9 +23,9 @@ import net.jqwik.api.Provide;
 import net.jqwik.api.constraints.IntRange;
 
 /**
- * The fast skip of integer arrays changes nothing but speed: on generated bodies, well-formed and not, a walk that
- * skips every array sees the same tokens, stands at the same place after each skip, and fails with the same message
- * (line and column included) as with Jackson's own factory.
+ * The fast skips of integer arrays and of plain string text change nothing but speed: on generated bodies, well-formed
+ * and not, a walk that skips every array and string sees the same tokens, stands at the same place after each skip, and
+ * fails with the same message (line and column included) as with Jackson's own factory.
  */
 class FastSkipJsonFactoryTest {
     private static final JsonFactory JACKSON = new JsonFactory();
@@ -38,6 +40,24 @@ class FastSkipJsonFactoryTest {
     @Provide
     Arbitrary<String> arrayContent() {
         return Arbitraries.of(PIECES).list().ofMaxSize(40).map(pieces -> String.join("", pieces));
+    }
+
+    /**
+     * Pieces of string content, as bytes: plain runs of several lengths (so that the eight-byte steps start and stop
+     * at every offset), escapes, the characters Jackson acts on, multi-byte characters, and bytes no UTF-8 text has.
+     */
+    private static final List<byte[]> STRING_PIECES = List.of(
+            bytes("a"), bytes("Qwen"), bytes("plain text"), bytes("The agent reads the tool output. "),
+            bytes("~!#$%&'()*+,-./0123456789:;<=>?@[]^_`{|}"), new byte[] {0x7f}, bytes(" "),
+            bytes("\\\""), bytes("\\n"), bytes("\\\\"), bytes("\\u00e9"), bytes("\\u12"), bytes("\\x"), bytes("\\"),
+            bytes("\""), bytes("\n"), bytes("\t"), new byte[] {0x01}, new byte[] {0x1f},
+            bytes("é"), bytes("€"), bytes("𝄞"), bytes("日本語のテキスト"),
+            new byte[] {(byte) 0x80}, new byte[] {(byte) 0xc3}, new byte[] {(byte) 0xe2, (byte) 0x82},
+            new byte[] {(byte) 0xff}, new byte[] {(byte) 0xf0, 0x41});
+
+    @Provide
+    Arbitrary<byte[]> stringContent() {
+        return Arbitraries.of(STRING_PIECES).list().ofMaxSize(30).map(FastSkipJsonFactoryTest::concat);
     }
 
     @Provide
@@ -66,6 +86,45 @@ class FastSkipJsonFactoryTest {
             assertEquals(walk(JACKSON, doc, 0, doc.length), tokens);
             assertTrue(tokens.contains("FIELD_NAME model"), tokens.toString());
         }
+    }
+
+    @Property(tries = 10000)
+    void skippingStringsGivesJacksonsTokensPlacesAndErrors(@ForAll("stringContent") byte[] first,
+                                                           @ForAll("stringContent") byte[] second,
+                                                           @ForAll @IntRange(min = 0, max = 100) int cutPercent) {
+        byte[] whole = concat(List.of(bytes("{\"model\":\""), first, bytes("\",\"messages\":[{\"content\":\""), second,
+                bytes("\"},\""), first, bytes("\"],\""), second, bytes("\":\"\"}")));
+        int length = cutPercent == 100 ? whole.length : whole.length * cutPercent / 100;
+        assertEquals(walkEveryToken(JACKSON, whole, 2, length), walkEveryToken(FAST, whole, 2, length));
+    }
+
+    /** Every byte value, alone and beside every other, at every place in an eight-byte step. */
+    @Example
+    void aStepPassesExactlyTheBytesJacksonsStringLoopPasses() {
+        int[] jacksonCodes = CharTypes.getInputCodeUtf8();
+        for (int b = 0; b < 256; b++) {
+            boolean plain = jacksonCodes[b] == 0;
+            for (int at = 0; at < 8; at++) {
+                assertEquals(plain, FastSkipJsonFactory.allPlain(withByte('a', b, at)), "byte " + b + " at " + at);
+                for (int c = 0; c < 256; c++) {
+                    for (int at2 = at + 1; at2 < 8; at2++) {
+                        long word = withByte(0, c, at2) | (withByte('a', b, at) & ~(0xffL << (8 * at2)));
+                        if (FastSkipJsonFactory.allPlain(word)) {
+                            assertTrue(plain && jacksonCodes[c] == 0, "bytes " + b + " at " + at + ", " + c + " at " + at2);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    @Example
+    void aLongPlainRunIsPassedInStepsUpToTheFirstByteJacksonActsOn() {
+        byte[] text = bytes("\"" + "x".repeat(21) + "\\n tail\"");
+        // From 1 (after the opening quote): steps at 1, 9 and 17; the one at 17 holds the backslash at 22.
+        assertEquals(17, FastSkipJsonFactory.plainRunEnd(text, 1, text.length));
+        assertEquals(5, FastSkipJsonFactory.plainRunEnd(text, 5, 12), "fewer than eight bytes are left to Jackson");
+        assertFalse(FastSkipJsonFactory.allPlain(0x2222222222222222L));
     }
 
     /** Found by the property: Jackson's errors name the last token read, here the integer before the cut. */
@@ -111,6 +170,31 @@ class FastSkipJsonFactoryTest {
             seen.add(e.getClass().getName() + ": " + e.getMessage());
         }
         return seen;
+    }
+
+    /** Like {@link #walk}, with where each token starts and where the parser stands after it. */
+    private static List<String> walkEveryToken(JsonFactory factory, byte[] data, int offset, int length) {
+        byte[] framed = new byte[offset + length + 5];
+        System.arraycopy(data, 0, framed, offset, length);
+        List<String> seen = new ArrayList<>();
+        try (JsonParser p = factory.createParser(framed, offset, length)) {
+            JsonToken token;
+            while ((token = p.nextToken()) != null) {
+                JsonLocation start = p.currentTokenLocation();
+                JsonLocation at = p.currentLocation();
+                seen.add(token + " from " + start.getByteOffset() + " " + start.getLineNr() + ":" + start.getColumnNr()
+                        + " at " + at.getByteOffset() + " " + at.getLineNr() + ":" + at.getColumnNr());
+            }
+        } catch (IOException e) {
+            seen.add(e.getClass().getName() + ": " + e.getMessage());
+        }
+        return seen;
+    }
+
+    /** {@code filler} in every byte of a word, {@code value} in byte {@code at} (the {@code at}-th in memory). */
+    private static long withByte(int filler, int value, int at) {
+        long word = (filler & 0xffL) * 0x0101010101010101L;
+        return (word & ~(0xffL << (8 * at))) | ((value & 0xffL) << (8 * at));
     }
 
     private static byte[] bytes(String s) {
