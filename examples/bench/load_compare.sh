@@ -23,8 +23,8 @@
 # ROUNDS > 0 runs the arms side by side instead: all of them start at once (each on a port of its own)
 # and are warmed, then each level is measured in ROUNDS rounds of one DURATION_S window per arm, the
 # arms' order rotated every round; a round plays the part of a run in the report, whose paired ratios
-# (the median over rounds of an arm's value over HAProxy's in the same round) then compare windows
-# seconds apart. On this shared 2-core machine a window's req/s and p99 move by 20-40% from one window
+# (the median over rounds of an arm's value over HAProxy's in the same round, for CPU, req/s and
+# each latency percentile from p50 to p99.9) then compare windows seconds apart. On this shared 2-core machine a window's req/s and p99 move by 20-40% from one window
 # to the next for the same warm proxy, for HAProxy as for ours; runs minutes apart cannot see a
 # 10% difference through that, adjacent windows can.
 #
@@ -388,9 +388,10 @@ end
 done = function(summary, latency, requests)
   local e = summary.errors
   io.write(string.format('{"requests":%d,"duration_us":%d,"socket_errors":%d,"status_errors":%d,' ..
-    '"p50_us":%d,"p99_us":%d,"p999_us":%d,"max_us":%d}\n',
+    '"p50_us":%d,"p90_us":%d,"p99_us":%d,"p995_us":%d,"p999_us":%d,"max_us":%d}\n',
     summary.requests, summary.duration, e.connect + e.read + e.write + e.timeout, e.status,
-    latency:percentile(50), latency:percentile(99), latency:percentile(99.9), latency.max))
+    latency:percentile(50), latency:percentile(90), latency:percentile(99), latency:percentile(99.5),
+    latency:percentile(99.9), latency.max))
 end
 LUA
 

@@ -37,6 +37,9 @@ def measures(record):
         "run": record["run"], "arm": record["arm"], "c": record["concurrency"],
         "rps": w["requests"] / seconds,
         "p50": w["p50_us"] / 1000, "p99": w["p99_us"] / 1000, "p999": w["p999_us"] / 1000,
+        # Not in results written before these two were added.
+        "p90": w["p90_us"] / 1000 if "p90_us" in w else None,
+        "p995": w["p995_us"] / 1000 if "p995_us" in w else None,
         "errors": w["socket_errors"] + w["status_errors"],
         "cpu": None, "rss": None, "idle": None, "start": None,
     }
@@ -93,15 +96,32 @@ def paired_ratios(levels):
             groups[(row["arm"], row["c"])].append((row, ref))
     if not groups:
         return []
+    ordered = sorted(groups.items(), key=lambda item: (item[0][1], item[0][0]))
     out = ["", f"paired ratios against {REFERENCE_ARM} in the same run: median [lowest, highest] over runs",
            f'{"arm":<14} {"c":>3} {"runs":>4} {"x cpu":>17} {"x req/s":>17} {"x p99":>17}']
-    for (arm, c), pairs in sorted(groups.items(), key=lambda item: (item[0][1], item[0][0])):
+    for (arm, c), pairs in ordered:
         cells = []
         for key in ("cpu", "rps", "p99"):
-            ratios = sorted(row[key] / ref[key] for row, ref in pairs if row[key] is not None and ref[key])
+            ratios = pair_ratios(pairs, key)
             cells.append(f"{statistics.median(ratios):.2f} [{ratios[0]:.2f}, {ratios[-1]:.2f}]" if ratios else "-")
         out.append(f"{arm:<14} {c:>3} {len(pairs):>4} {cells[0]:>17} {cells[1]:>17} {cells[2]:>17}")
+    # Where in the distribution an arm's latency parts from the reference's: all through it (a slower proxy), or
+    # only in the last percent (pauses, preemption).
+    shape = (("p50", "p50"), ("p90", "p90"), ("p99", "p99"), ("p995", "p99.5"), ("p999", "p99.9"))
+    out += ["", f"paired latency ratios against {REFERENCE_ARM} in the same run, by percentile: median over runs",
+            f'{"arm":<14} {"c":>3} ' + " ".join(f"{label:>6}" for _, label in shape)]
+    for (arm, c), pairs in ordered:
+        cells = []
+        for key, _ in shape:
+            ratios = pair_ratios(pairs, key)
+            cells.append(f"{statistics.median(ratios):>6.2f}" if ratios else f'{"-":>6}')
+        out.append(f"{arm:<14} {c:>3} " + " ".join(cells))
     return out
+
+
+def pair_ratios(pairs, key):
+    """The arm's value over the reference's, per run where both have it; sorted."""
+    return sorted(row[key] / ref[key] for row, ref in pairs if row[key] is not None and ref[key])
 
 
 def report(levels, sse):
