@@ -146,44 +146,48 @@ class FastSkipJsonFactoryTest {
         assertEquals(walk(JACKSON, utf16, 0, utf16.length), walk(FAST, utf16, 0, utf16.length));
     }
 
+    /** What a walk records of one token, the parser standing on it; it may move the parser on. */
+    @FunctionalInterface
+    private interface TokenRecord {
+        void record(JsonParser p, JsonToken token, List<String> seen) throws IOException;
+    }
+
     /**
      * Every token (field names with their name; each array and nested object skipped whole, then where the parser
      * stands) up to the end or the first error, which ends the list.
      */
     private static List<String> walk(JsonFactory factory, byte[] data, int offset, int length) {
-        byte[] framed = new byte[offset + length + 5];
-        System.arraycopy(data, 0, framed, offset, length);
-        List<String> seen = new ArrayList<>();
-        try (JsonParser p = factory.createParser(framed, offset, length)) {
-            JsonToken token;
-            while ((token = p.nextToken()) != null) {
-                seen.add(token == JsonToken.FIELD_NAME ? "FIELD_NAME " + p.currentName() : token.name());
-                boolean nestedObject = token == JsonToken.START_OBJECT && !p.getParsingContext().getParent().inRoot();
-                if (token == JsonToken.START_ARRAY || nestedObject) {
-                    p.skipChildren();
-                    JsonLocation at = p.currentLocation();
-                    seen.add(p.currentToken() + " at " + at.getByteOffset() + " " + at.getLineNr() + ":"
-                            + at.getColumnNr() + " in " + p.getParsingContext().typeDesc());
-                }
+        return walk(factory, data, offset, length, (p, token, seen) -> {
+            seen.add(token == JsonToken.FIELD_NAME ? "FIELD_NAME " + p.currentName() : token.name());
+            boolean nestedObject = token == JsonToken.START_OBJECT && !p.getParsingContext().getParent().inRoot();
+            if (token == JsonToken.START_ARRAY || nestedObject) {
+                p.skipChildren();
+                JsonLocation at = p.currentLocation();
+                seen.add(p.currentToken() + " at " + at.getByteOffset() + " " + at.getLineNr() + ":"
+                        + at.getColumnNr() + " in " + p.getParsingContext().typeDesc());
             }
-        } catch (IOException e) {
-            seen.add(e.getClass().getName() + ": " + e.getMessage());
-        }
-        return seen;
+        });
     }
 
-    /** Like {@link #walk}, with where each token starts and where the parser stands after it. */
+    /** Every token with where it starts and where the parser stands after it, up to the end or the first error. */
     private static List<String> walkEveryToken(JsonFactory factory, byte[] data, int offset, int length) {
+        return walk(factory, data, offset, length, (p, token, seen) -> {
+            JsonLocation start = p.currentTokenLocation();
+            JsonLocation at = p.currentLocation();
+            seen.add(token + " from " + start.getByteOffset() + " " + start.getLineNr() + ":" + start.getColumnNr()
+                    + " at " + at.getByteOffset() + " " + at.getLineNr() + ":" + at.getColumnNr());
+        });
+    }
+
+    /** Parses {@code length} bytes of {@code data} placed at {@code offset} in a larger array, recording each token. */
+    private static List<String> walk(JsonFactory factory, byte[] data, int offset, int length, TokenRecord record) {
         byte[] framed = new byte[offset + length + 5];
         System.arraycopy(data, 0, framed, offset, length);
         List<String> seen = new ArrayList<>();
         try (JsonParser p = factory.createParser(framed, offset, length)) {
             JsonToken token;
             while ((token = p.nextToken()) != null) {
-                JsonLocation start = p.currentTokenLocation();
-                JsonLocation at = p.currentLocation();
-                seen.add(token + " from " + start.getByteOffset() + " " + start.getLineNr() + ":" + start.getColumnNr()
-                        + " at " + at.getByteOffset() + " " + at.getLineNr() + ":" + at.getColumnNr());
+                record.record(p, token, seen);
             }
         } catch (IOException e) {
             seen.add(e.getClass().getName() + ": " + e.getMessage());
