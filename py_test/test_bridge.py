@@ -60,6 +60,20 @@ def test_unknown_transport_is_runtime_error_naming_the_accepted_ones(engine_jar,
     assert "VLLM_ROUTER_TRANSPORT must be one of auto, io_uring, epoll, nio; got 'uring'" in str(excinfo.value)
 
 
+@pytest.mark.parametrize("loops", ["0", "two"])
+def test_a_bad_event_loop_count_is_runtime_error_naming_the_variable(engine_jar, monkeypatch, loops):
+    monkeypatch.setenv("TOKIO_WORKER_THREADS", loops)
+    with pytest.raises(RuntimeError) as excinfo:
+        Router.from_args(RouterArgs(port=0, prometheus_port=0)).launch()
+    assert f"TOKIO_WORKER_THREADS must be a positive whole number of event loops; got '{loops}'" in str(excinfo.value)
+
+
+def test_a_set_event_loop_count_serves(engine_jar, monkeypatch):
+    monkeypatch.setenv("TOKIO_WORKER_THREADS", "3")
+    with Router.from_args(RouterArgs(port=0, prometheus_port=0)).launch() as handle:
+        assert http("GET", handle.url + "/health")[0] == 200
+
+
 @pytest.mark.parametrize("transport", ["epoll", "nio"])
 def test_a_named_transport_serves(engine_jar, monkeypatch, transport):
     monkeypatch.setenv("VLLM_ROUTER_TRANSPORT", transport)

@@ -180,8 +180,10 @@ public final class RouterServer implements AutoCloseable {
     static RouterServer start(RouterConfig config, Options options) throws ConfigException, RouterStartException {
         config.validate();
         Transport transport;
+        int loops;
         try {
             transport = options.transport() != null ? options.transport() : Transport.fromEnvironment();
+            loops = EventLoopCount.fromEnvironment();
         } catch (IllegalArgumentException e) {
             throw new RouterStartException(e.getMessage(), e);
         }
@@ -191,7 +193,6 @@ public final class RouterServer implements AutoCloseable {
         ChannelGroup connections = new DefaultChannelGroup("vllm-router", GlobalEventExecutor.INSTANCE);
         ControlClient client = new ControlClient(workerTls, connections);
         SessionStore sessionStore = openSessionStore(config);
-        int loops = Math.max(1, Runtime.getRuntime().availableProcessors());
         EventLoopGroup group = transport.newGroup(loops, "vllm-router");
         // auto depends on the kernel (and a container's seccomp profile), so say which one runs.
         LOG.info("Event loops: " + loops + " on " + transport.label());

@@ -79,7 +79,7 @@ class TransportRoutingTest {
         }
         try (RouterServer router = started) {
             // Which transport runs is in the start-up log, since auto's choice depends on the kernel.
-            int loops = Math.max(1, Runtime.getRuntime().availableProcessors());
+            int loops = EventLoopCount.fromEnvironment();
             assertTrue(logged.contains("Event loops: " + loops + " on " + transport.label()), logged.toString());
             String base = router.url();
             assertEquals(200, TestHttp.get(base + "/health").statusCode());
