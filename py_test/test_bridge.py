@@ -68,10 +68,11 @@ def test_a_bad_event_loop_count_is_runtime_error_naming_the_variable(engine_jar,
     assert f"TOKIO_WORKER_THREADS must be a positive whole number of event loops; got '{loops}'" in str(excinfo.value)
 
 
-def test_a_set_event_loop_count_serves(engine_jar, monkeypatch):
+def test_a_set_event_loop_count_is_the_one_the_engine_runs(engine_jar, monkeypatch, capfd):
     monkeypatch.setenv("TOKIO_WORKER_THREADS", "3")
     with Router.from_args(RouterArgs(port=0, prometheus_port=0)).launch() as handle:
         assert http("GET", handle.url + "/health")[0] == 200
+    assert "Event loops: 3 on " in capfd.readouterr().err
 
 
 @pytest.mark.parametrize("transport", ["epoll", "nio"])
