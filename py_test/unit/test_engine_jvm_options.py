@@ -47,8 +47,8 @@ FLOOR = "vllm.router.fullCollectionFloor"
 
 
 def test_the_engine_bounds_its_heap_growth_by_default(monkeypatch):
-    assert system_properties(monkeypatch, None)[FLOOR] == "20m"
-    assert system_properties(monkeypatch, "-XX:+UseSerialGC")[FLOOR] == "20m"
+    assert system_properties(monkeypatch, None)[FLOOR] == "16m"
+    assert system_properties(monkeypatch, "-XX:+UseSerialGC")[FLOOR] == "16m"
 
 
 def test_a_user_sets_the_floor_or_turns_the_bound_off(monkeypatch):
@@ -66,8 +66,9 @@ def test_a_collector_of_the_users_drops_our_whole_heap_collections(monkeypatch, 
 def test_the_engine_runs_with_our_heap_sizing(monkeypatch):
     java, flags = final_flags(monkeypatch, None)
     assert flags["UseSerialGC"] == "true"
-    assert int(flags["MaxNewSize"]) == 12 << 20
+    assert int(flags["MaxNewSize"]) == 8 << 20
     assert int(flags["MaxMetaspaceSize"]) == 128 << 20
+    assert flags["MarkSweepDeadRatio"] == "0"
     if java.major_version >= 22:
         assert flags["TrimNativeHeapInterval"] == "10000"
     if java.major_version >= 25:
@@ -95,7 +96,7 @@ def test_a_collector_of_the_users_replaces_ours(monkeypatch, collector):
     _, flags = final_flags(monkeypatch, f"-XX:+{collector}")
     assert flags[collector] == "true"
     assert flags["UseSerialGC"] == "false"
-    assert int(flags["MaxNewSize"]) != 12 << 20
+    assert int(flags["MaxNewSize"]) != 8 << 20
     assert int(flags["MaxMetaspaceSize"]) == 128 << 20
 
 
@@ -108,7 +109,7 @@ def test_a_collector_of_the_users_keeps_the_users_young_generation(monkeypatch):
 def test_naming_our_own_collector_keeps_our_sizing(monkeypatch):
     _, flags = final_flags(monkeypatch, "-XX:+UseSerialGC")
     assert flags["UseSerialGC"] == "true"
-    assert int(flags["MaxNewSize"]) == 12 << 20
+    assert int(flags["MaxNewSize"]) == 8 << 20
 
 
 def test_a_larger_young_generation_of_the_users_is_taken_as_given(monkeypatch):

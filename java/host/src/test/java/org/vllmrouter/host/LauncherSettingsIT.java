@@ -86,12 +86,12 @@ class LauncherSettingsIT {
     void aCollectorOfTheUsersReplacesOursInTheCommandsThatSetOne(@TempDir Path dir) throws Exception {
         Path badConfig = Files.writeString(dir.resolve("router.json"), "{\"port\":0,\"cache_threshold\":1.5}");
         String flags = " -XX:+PrintCommandLineFlags -XshowSettings:properties";
-        String floor = "vllm.router.fullCollectionFloor = 20m";
+        String floor = "vllm.router.fullCollectionFloor = 16m";
 
         Run ours = run(Map.of("VLLM_ROUTER_JVM_OPTS", flags), "serve", "--config", badConfig.toString());
         assertEquals(2, ours.exitCode(), ours.stderr());
         assertTrue(ours.stdout().contains("-XX:+UseSerialGC"), ours.stdout());
-        assertTrue(ours.stdout().contains("-XX:NewSize=12582912"), ours.stdout());
+        assertTrue(ours.stdout().contains("-XX:NewSize=8388608"), ours.stdout());
         assertTrue(ours.stderr().contains(floor), ours.stderr());
 
         for (String collector : List.of("-XX:+UseParallelGC", "-XX:+UseG1GC")) {
@@ -100,7 +100,7 @@ class LauncherSettingsIT {
             assertEquals(2, serve.exitCode(), serve.stderr());
             assertTrue(serve.stdout().contains(collector), serve.stdout());
             assertFalse(serve.stdout().contains("-XX:+UseSerialGC"), serve.stdout());
-            assertFalse(serve.stdout().contains("-XX:NewSize=12582912"), serve.stdout());
+            assertFalse(serve.stdout().contains("-XX:NewSize=8388608"), serve.stdout());
             assertFalse(serve.stderr().contains("vllm.router.fullCollectionFloor"), serve.stderr());
         }
 
