@@ -115,11 +115,11 @@ class HeapGrowthBoundTest {
     void aWholeHeapCollectionWithoutDeadSpaceKeepsOnlyTheLiveState() throws Exception {
         long compacted = childRun("kept", "-Xms384m", "-Xmn8m", "-XX:MarkSweepDeadRatio=0");
         long withDeadSpace = childRun("kept", "-Xms384m", "-Xmn8m");
-        // 1.6 MiB of entries stay, spread through 400 MiB of promotions, beside about 1 MiB of the JVM's own objects:
-        // measured 2.8 MiB kept without dead space, 20 MiB with it.
-        assertTrue(compacted < 4 * MIB, "kept " + compacted / 1024 + " KiB with no dead space");
-        assertTrue(withDeadSpace > compacted + 10 * MIB, "kept " + withDeadSpace / 1024 + " KiB with dead space, "
-                + compacted / 1024 + " KiB without");
+        // 1.6 MiB of entries stay, spread through 400 MiB of promotions, beside the JVM's own objects: measured 2.1-2.9
+        // MiB kept without dead space (6.3 MiB once, inside the whole suite) and 20 MiB with it.
+        String kept = "kept " + compacted / 1024 + " KiB without dead space, " + withDeadSpace / 1024 + " KiB with it";
+        assertTrue(compacted < 8 * MIB, kept);
+        assertTrue(withDeadSpace > compacted + 8 * MIB, kept);
     }
 
     private static long mostCommittedHeap(String mode) throws Exception {
