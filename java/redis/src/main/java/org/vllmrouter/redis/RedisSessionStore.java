@@ -90,6 +90,7 @@ public final class RedisSessionStore implements SessionStore {
     static final Duration SYNC_INTERVAL = Duration.ofSeconds(1);
     /** Bound of background calls (write-back, reconciling) and of the connection attempt at start. */
     static final Duration COMMAND_TIMEOUT = Duration.ofSeconds(5);
+    private static final int HANDSHAKE_ATTEMPTS = 4;
     private static final int[] MIN_VERSION = {6, 2};
 
     private static final TrackingArgs TRACKING =
@@ -173,7 +174,7 @@ public final class RedisSessionStore implements SessionStore {
             standalone.setOptions(options.build());
             // Database 0 first: a cluster node refuses SELECT, and the message should say why.
             StatefulRedisConnection<String, String> first =
-                    standalone.connect(RedisURI.builder(uri).withDatabase(0).build());
+                    connectFirst(standalone, RedisURI.builder(uri).withDatabase(0).build());
             connection = first;
             requireVersion(first.sync().info("server"), shown);
             boolean clusterNode = isClusterNode(first.sync().info("cluster"));
@@ -212,6 +213,28 @@ public final class RedisSessionStore implements SessionStore {
             resources.shutdown(0, 2, TimeUnit.SECONDS);
             throw e instanceof SessionStoreException s ? s
                     : new SessionStoreException("Session store " + shown + ": " + oneLine(e), e);
+        }
+    }
+
+    /**
+     * Lettuce reports a failed handshake (a wrong password, say) by closing the channel and then failing the
+     * connect future with the server's reply; on a busy host the close can overtake that reply, and the caller
+     * sees only "Connection closed prematurely" or "RedisHandshakeHandler not registered". Those two messages
+     * say nothing about the server, so the connect is tried again, a bounded number of times, until the reply
+     * (or a steady failure) shows.
+     */
+    private static StatefulRedisConnection<String, String> connectFirst(RedisClient client, RedisURI uri) {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return client.connect(uri);
+            } catch (RedisException e) {
+                String message = oneLine(e);
+                boolean handshakeRace = message.equals("Connection closed prematurely")
+                        || message.endsWith("HandshakeHandler not registered");
+                if (!handshakeRace || attempt == HANDSHAKE_ATTEMPTS) {
+                    throw e;
+                }
+            }
         }
     }
 
