@@ -6,6 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import org.vllmrouter.core.session.SessionStoreException;
 
@@ -40,6 +44,33 @@ class RedisSessionTableTest extends SessionTableOnRedisTests {
             } finally {
                 right.close();
             }
+        }
+    }
+
+    /**
+     * A server that closes every connection at once gives the error Lettuce also gives when its handshake close
+     * overtakes the server's reply; the store tries again a bounded number of times, then says what it saw.
+     */
+    @Test
+    void aServerThatClosesEveryConnectionIsTriedABoundedNumberOfTimes() throws Exception {
+        AtomicInteger accepted = new AtomicInteger();
+        try (ServerSocket closer = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
+            Thread acceptor = new Thread(() -> {
+                while (!closer.isClosed()) {
+                    try (Socket ignored = closer.accept()) {
+                        accepted.incrementAndGet();
+                    } catch (Exception closed) {
+                        return;
+                    }
+                }
+            });
+            acceptor.setDaemon(true);
+            acceptor.start();
+            SessionStoreException failure = assertThrows(SessionStoreException.class,
+                    () -> RedisSessionStore.open("redis://127.0.0.1:" + closer.getLocalPort(), TTL, clock::get));
+            assertEquals("Session store redis://127.0.0.1:" + closer.getLocalPort() + ": Connection closed prematurely",
+                    failure.getMessage());
+            assertEquals(4, accepted.get(), "connection attempts");
         }
     }
 }
