@@ -16,7 +16,9 @@
 # then per concurrency level a wrk run (one thread, keep-alive, a BODY_BYTES POST to /v1/completions with
 # a random X-Session-ID out of SESSIONS). Columns: requests/s, p50/p99/p99.9, CPU microseconds per request
 # of the proxy's process tree (utime+stime from /proc over the measured run / requests) and the tree's RSS
-# at the end of the level. With the nginx backend, an SSE probe follows: time to first byte of a small
+# at the end of the level; and the proxy's busiest thread: the share of the run it ran and the share it
+# was runnable but waiting for a CPU (/proc schedstat), where a one-loop proxy's requests queue. With the
+# nginx backend, an SSE probe follows: time to first byte of a small
 # SSE answer over one keep-alive connection (median, minus the direct one = what the proxy adds) and the
 # bytes per second of a large SSE answer relayed.
 #
@@ -177,6 +179,45 @@ while todo:
         rss_pages += stats[pid][1]
     todo.extend(children.get(pid, []))
 print(ticks, rss_pages * os.sysconf("SC_PAGE_SIZE") // 1024)
+PY
+}
+
+# busiest_thread PID [BEFORE_FILE]: without BEFORE_FILE, the scheduler's counters of every thread of PID's
+# process tree (/proc/<tid>/schedstat: ns running, ns runnable but waiting for a CPU) as JSON; with it, the
+# thread that ran most since BEFORE_FILE was written, as {"run_ns", "wait_ns", "busy_threads"} (busy: ran
+# over a tenth of the busiest's time). A proxy whose one busiest thread runs and waits most of the window
+# is queueing there: that is where its tail comes from, whatever its CPU per request.
+busiest_thread() {
+  python3 - "$@" <<'PY'
+import json, os, sys
+root = int(sys.argv[1])
+children = {}
+for name in os.listdir("/proc"):
+    if name.isdigit():
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                children.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(name))
+        except OSError:
+            pass
+now, todo = {}, [root]
+while todo:
+    pid = todo.pop()
+    todo.extend(children.get(pid, []))
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                run, wait = f.read().split()[:2]
+            now[tid] = (int(run), int(wait))
+    except OSError:
+        pass
+if len(sys.argv) < 3:
+    print(json.dumps(now))
+    sys.exit()
+with open(sys.argv[2]) as f:
+    before = json.load(f)
+deltas = [(run - before.get(tid, (0, 0))[0], wait - before.get(tid, (0, 0))[1]) for tid, (run, wait) in now.items()]
+run, wait = max(deltas, default=(0, 0))
+print(json.dumps({"run_ns": run, "wait_ns": wait, "busy_threads": sum(1 for r, _ in deltas if run and r > run / 10)}))
 PY
 }
 
@@ -509,6 +550,7 @@ warm_arm() {
 measure() {
   local run=$1 arm=$2 url=$3 pid=$4 c=$5 seconds=$6 before after line proxy_json=null
   before=$([[ -n "$pid" ]] && tree_stats "$pid" || echo "0 0")
+  [[ -n "$pid" ]] && busiest_thread "$pid" > "$WORK/threads.before"
   line=$(wrk_run "$url/v1/completions" "$c" "$seconds")
   after=$([[ -n "$pid" ]] && tree_stats "$pid" || echo "0 0")
   if [[ "$line" != "{"* ]]; then
@@ -516,7 +558,7 @@ measure() {
     return
   fi
   if [[ -n "$pid" ]]; then
-    proxy_json="{\"cpu_ticks\":$(( ${after% *} - ${before% *} )),\"rss_kib\":${after#* },\"idle_rss_kib\":$7,\"start_s\":$8}"
+    proxy_json="{\"cpu_ticks\":$(( ${after% *} - ${before% *} )),\"rss_kib\":${after#* },\"idle_rss_kib\":$7,\"start_s\":$8,\"busiest_thread\":$(busiest_thread "$pid" "$WORK/threads.before")}"
   fi
   echo "{\"run\":$run,\"arm\":\"$arm\",\"concurrency\":$c,\"clk_tck\":$(getconf CLK_TCK),\"wrk\":$line,\"proxy\":$proxy_json}" >> "$RESULTS"
   log "$arm c=$c: $line ${after}"

@@ -41,8 +41,12 @@ def measures(record):
         "p90": w["p90_us"] / 1000 if "p90_us" in w else None,
         "p995": w["p995_us"] / 1000 if "p995_us" in w else None,
         "errors": w["socket_errors"] + w["status_errors"],
-        "cpu": None, "rss": None, "idle": None, "start": None,
+        "cpu": None, "rss": None, "idle": None, "start": None, "busiest": None,
     }
+    if proxy and "busiest_thread" in proxy:  # not in results written before it was added
+        busiest = proxy["busiest_thread"]
+        row["busiest"] = (busiest["run_ns"] / 1e9 / seconds, busiest["wait_ns"] / 1e9 / seconds,
+                          busiest["busy_threads"])
     if proxy:
         row["cpu"] = proxy["cpu_ticks"] / record["clk_tck"] * 1e6 / max(1, w["requests"])
         row["rss"] = proxy["rss_kib"] / 1024
@@ -124,6 +128,27 @@ def pair_ratios(pairs, key):
     return sorted(row[key] / ref[key] for row, ref in pairs if row[key] is not None and ref[key])
 
 
+def busiest_threads(levels):
+    """Per (arm, level), medians over runs: how much of the window the proxy's busiest thread ran and spent
+    runnable but waiting for a CPU, and how many threads ran over a tenth of its time. A thread that runs and
+    waits nearly all the window is where requests queue: one event loop doing every request's work there has a
+    longer tail than two threads sharing it at half the load each, at the same CPU per request."""
+    groups = defaultdict(list)
+    for row in levels:
+        if row["busiest"]:
+            groups[(row["arm"], row["c"])].append(row["busiest"])
+    if not groups:
+        return []
+    out = ["", "busiest thread of each proxy: share of the window running / waiting for a CPU (median over runs)",
+           f'{"arm":<14} {"c":>3} {"running":>8} {"waiting":>8} {"busy threads":>12}']
+    for (arm, c), values in sorted(groups.items(), key=lambda item: (item[0][1], item[0][0])):
+        running = statistics.median(v[0] for v in values)
+        waiting = statistics.median(v[1] for v in values)
+        threads = statistics.median(v[2] for v in values)
+        out.append(f"{arm:<14} {c:>3} {running:>8.0%} {waiting:>8.0%} {threads:>12.0f}")
+    return out
+
+
 def report(levels, sse):
     out = []
     runs = sorted({r["run"] for r in levels})
@@ -148,6 +173,7 @@ def report(levels, sse):
                    f'{ratio(m["p99"], ref.get("p99")):>6} {ratio(m["rss"], ref.get("rss")):>6}'
                    + (f'  ({m["errors"]} errors)' if m["errors"] else ""))
     out.extend(paired_ratios(levels))
+    out.extend(busiest_threads(levels))
     if sse:
         out.append("")
         out.append("SSE: time to first byte of a 2 KiB SSE answer (median of 200 after 2,000 unmeasured, one keep-alive connection),")
