@@ -152,74 +152,13 @@ wait_http() {
 }
 
 # tree_stats PID -> "CPU_TICKS RSS_KIB" of PID and all its descendants (utime+stime; resident set).
-tree_stats() {
-  python3 - "$1" <<'PY'
-import os, sys
-root = int(sys.argv[1])
-children, stats = {}, {}
-for name in os.listdir("/proc"):
-    if not name.isdigit():
-        continue
-    try:
-        with open(f"/proc/{name}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        with open(f"/proc/{name}/statm") as f:
-            resident = int(f.read().split()[1])
-    except OSError:
-        continue
-    pid = int(name)
-    children.setdefault(int(fields[1]), []).append(pid)
-    stats[pid] = (int(fields[11]) + int(fields[12]), resident)
-ticks = rss_pages = 0
-todo = [root]
-while todo:
-    pid = todo.pop()
-    if pid in stats:
-        ticks += stats[pid][0]
-        rss_pages += stats[pid][1]
-    todo.extend(children.get(pid, []))
-print(ticks, rss_pages * os.sysconf("SC_PAGE_SIZE") // 1024)
-PY
-}
+tree_stats() { python3 "$ROOT/examples/bench/proc_stats.py" tree "$1"; }
 
 # busiest_thread PID [BEFORE_FILE]: without BEFORE_FILE, the scheduler's counters of every thread of PID's
-# process tree (/proc/<tid>/schedstat: ns running, ns runnable but waiting for a CPU) as JSON; with it, the
-# thread that ran most since BEFORE_FILE was written, as {"run_ns", "wait_ns", "busy_threads"} (busy: ran
-# over a tenth of the busiest's time). A proxy whose one busiest thread runs and waits most of the window
-# is queueing there: that is where its tail comes from, whatever its CPU per request.
-busiest_thread() {
-  python3 - "$@" <<'PY'
-import json, os, sys
-root = int(sys.argv[1])
-children = {}
-for name in os.listdir("/proc"):
-    if name.isdigit():
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                children.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(name))
-        except OSError:
-            pass
-now, todo = {}, [root]
-while todo:
-    pid = todo.pop()
-    todo.extend(children.get(pid, []))
-    try:
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                run, wait = f.read().split()[:2]
-            now[tid] = (int(run), int(wait))
-    except OSError:
-        pass
-if len(sys.argv) < 3:
-    print(json.dumps(now))
-    sys.exit()
-with open(sys.argv[2]) as f:
-    before = json.load(f)
-deltas = [(run - before.get(tid, (0, 0))[0], wait - before.get(tid, (0, 0))[1]) for tid, (run, wait) in now.items()]
-run, wait = max(deltas, default=(0, 0))
-print(json.dumps({"run_ns": run, "wait_ns": wait, "busy_threads": sum(1 for r, _ in deltas if run and r > run / 10)}))
-PY
-}
+# process tree as JSON; with it, the thread that ran most since BEFORE_FILE was written, as {"run_ns",
+# "wait_ns", "busy_threads"} (see proc_stats.py). A proxy whose one busiest thread runs and waits most of
+# the window is queueing there: that is where its tail comes from, whatever its CPU per request.
+busiest_thread() { python3 "$ROOT/examples/bench/proc_stats.py" threads "$@"; }
 
 # --- backends --------------------------------------------------------------------------------------
 COMPLETION='{"id":"cmpl-bench","object":"text_completion","created":0,"model":"mock","choices":[{"index":0,"text":" a fixed answer of the benchmark backend","logprobs":null,"finish_reason":"length"}],"usage":{"prompt_tokens":512,"completion_tokens":8,"total_tokens":520}}'
