@@ -4,6 +4,7 @@
 # a time:
 #   direct         wrk straight to the first backend (no proxy)
 #   haproxy        HAProxy, leastconn + stick table on X-Session-ID
+#   haproxy-1t     the same HAProxy on one thread (nbthread 1): what a single event loop costs any proxy here
 #   nginx-hash     nginx, `hash $http_x_session_id consistent`
 #   rust           upstream's vllm-router 0.1.17 (the Rust router), pip-installed into a venv of its own
 #   router         this tree's router
@@ -17,7 +18,8 @@
 # a random X-Session-ID out of SESSIONS). Columns: requests/s, p50/p99/p99.9, CPU microseconds per request
 # of the proxy's process tree (utime+stime from /proc over the measured run / requests) and the tree's RSS
 # at the end of the level; and the proxy's busiest thread: the share of the run it ran and the share it
-# was runnable but waiting for a CPU (/proc schedstat), where a one-loop proxy's requests queue. With the
+# was runnable but waiting for a CPU (/proc schedstat), where a one-loop proxy's requests queue, and the
+# share of the machine's CPU time left idle during the run (/proc/stat). With the
 # nginx backend, an SSE probe follows: time to first byte of a small
 # SSE answer over one keep-alive connection (median, minus the direct one = what the proxy adds) and the
 # bytes per second of a large SSE answer relayed.
@@ -39,11 +41,15 @@
 # Every run has a bounded duration; everything started here is stopped by pid on exit.
 #
 # Environment (defaults in brackets):
-#   ARMS ["direct haproxy nginx-hash rust router"]   CONCURRENCIES ["16 64"]   RUNS [1]   ROUNDS [0]
+#   ARMS ["direct haproxy haproxy-1t nginx-hash rust router"]   CONCURRENCIES ["16 64"]   RUNS [1]   ROUNDS [0]
 #   BACKEND [nginx]      nginx | mock
-#   ARM_WARMUP_S [40]    warm-up of a JVM arm (router*), not measured. On a busy machine the JIT's
+#   ARM_WARMUP_S [240]   warm-up of a JVM arm (router*), not measured. On a busy machine the JIT's
 #                        compiler threads wait for CPU and 40 s can leave the router partly interpreted
-#                        (seen: 3-8x its steady CPU per request at load 15); 120 s reached steady state there.
+#                        (seen: 3-8x its steady CPU per request at load 15). On the quiet 2-core host the
+#                        JIT still refines the proxy path for minutes: after 40 s a router's p99 was 1.25x
+#                        (c=16) and 1.21x (c=64) HAProxy's in paired rounds, and its CPU per request 0.98x;
+#                        after another 3 minutes of load, 0.81x, 1.09x and 0.82-0.95x, level with a
+#                        router that had run for 25 minutes.
 #   LEVEL_WARMUP_S [5]   warm-up run before each measured level (and the whole warm-up of other arms)
 #   WARMUP_CHUNK_S [10]  an arm's warm-up is split into wrk runs of at most this long, cycling through
 #                        CONCURRENCIES, so that connection set-up and close are warm as well
@@ -72,13 +78,13 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 
-ARMS=${ARMS:-"direct haproxy nginx-hash rust router"}
+ARMS=${ARMS:-"direct haproxy haproxy-1t nginx-hash rust router"}
 CONCURRENCIES=${CONCURRENCIES:-"16 64"}
 RUNS=${RUNS:-1}
 ROUNDS=${ROUNDS:-0}
 [[ "$ROUNDS" =~ ^[0-9]+$ ]] || { echo "ROUNDS must be a whole number, not '$ROUNDS'" >&2; exit 2; }
 BACKEND=${BACKEND:-nginx}
-ARM_WARMUP_S=${ARM_WARMUP_S:-40}
+ARM_WARMUP_S=${ARM_WARMUP_S:-240}
 LEVEL_WARMUP_S=${LEVEL_WARMUP_S:-5}
 WARMUP_CHUNK_S=${WARMUP_CHUNK_S:-10}
 IDLE_WAIT_S=${IDLE_WAIT_S:-12}
@@ -160,6 +166,11 @@ tree_stats() { python3 "$ROOT/examples/bench/proc_stats.py" tree "$1"; }
 # the window is queueing there: that is where its tail comes from, whatever its CPU per request.
 busiest_thread() { python3 "$ROOT/examples/bench/proc_stats.py" threads "$@"; }
 
+# host_cpu [BEFORE_FILE]: without BEFORE_FILE, the machine's CPU counters as JSON; with it, the share of the
+# CPU time since then that no process used. A proxy whose one loop is the pipeline's serial stage leaves the
+# other CPU idle while the client and the workers wait on it, even with requests queued.
+host_cpu() { python3 "$ROOT/examples/bench/proc_stats.py" host "$@"; }
+
 # --- backends --------------------------------------------------------------------------------------
 COMPLETION='{"id":"cmpl-bench","object":"text_completion","created":0,"model":"mock","choices":[{"index":0,"text":" a fixed answer of the benchmark backend","logprobs":null,"finish_reason":"length"}],"usage":{"prompt_tokens":512,"completion_tokens":8,"total_tokens":520}}'
 
@@ -232,11 +243,13 @@ start_mock_backends() {
 # --- arms ------------------------------------------------------------------------------------------
 worker_urls() { printf 'http://127.0.0.1:%s ' "${BACKEND_PORTS[@]}"; }
 
+# start_haproxy [THREADS]: HAProxy with its default thread count (one a CPU), or THREADS.
 start_haproxy() {
   need haproxy haproxy
   {
     echo "global"
     echo "    maxconn 4096"
+    [[ -n "${1:-}" ]] && echo "    nbthread $1"
     echo "defaults"
     echo "    mode http"
     echo "    option http-keep-alive"
@@ -454,6 +467,7 @@ start_arm() {
   case "$1" in
     direct) ARM_URL="http://127.0.0.1:${BACKEND_PORTS[0]}"; return 0 ;;
     haproxy) start_haproxy || started_ok=0 ;;
+    haproxy-1t) start_haproxy 1 || started_ok=0 ;;
     nginx-hash) start_nginx_hash || started_ok=0 ;;
     rust) start_rust || started_ok=0 ;;
     router) start_our_router "$ROOT" || started_ok=0 ;;
@@ -487,11 +501,13 @@ warm_arm() {
 
 # measure RUN ARM URL PID C SECONDS IDLE_RSS_KIB START_S: one measured wrk run, appended to RESULTS.
 measure() {
-  local run=$1 arm=$2 url=$3 pid=$4 c=$5 seconds=$6 before after line proxy_json=null
+  local run=$1 arm=$2 url=$3 pid=$4 c=$5 seconds=$6 before after line host_idle proxy_json=null
   before=$([[ -n "$pid" ]] && tree_stats "$pid" || echo "0 0")
   [[ -n "$pid" ]] && busiest_thread "$pid" > "$WORK/threads.before"
+  host_cpu > "$WORK/host.before"
   line=$(wrk_run "$url/v1/completions" "$c" "$seconds")
   after=$([[ -n "$pid" ]] && tree_stats "$pid" || echo "0 0")
+  host_idle=$(host_cpu "$WORK/host.before")
   if [[ "$line" != "{"* ]]; then
     log "$arm c=$c: no result from wrk"
     return
@@ -499,7 +515,7 @@ measure() {
   if [[ -n "$pid" ]]; then
     proxy_json="{\"cpu_ticks\":$(( ${after% *} - ${before% *} )),\"rss_kib\":${after#* },\"idle_rss_kib\":$7,\"start_s\":$8,\"busiest_thread\":$(busiest_thread "$pid" "$WORK/threads.before")}"
   fi
-  echo "{\"run\":$run,\"arm\":\"$arm\",\"concurrency\":$c,\"clk_tck\":$(getconf CLK_TCK),\"wrk\":$line,\"proxy\":$proxy_json}" >> "$RESULTS"
+  echo "{\"run\":$run,\"arm\":\"$arm\",\"concurrency\":$c,\"clk_tck\":$(getconf CLK_TCK),\"wrk\":$line,\"host_idle\":$host_idle,\"proxy\":$proxy_json}" >> "$RESULTS"
   log "$arm c=$c: $line ${after}"
 }
 

@@ -42,6 +42,7 @@ def measures(record):
         "p995": w["p995_us"] / 1000 if "p995_us" in w else None,
         "errors": w["socket_errors"] + w["status_errors"],
         "cpu": None, "rss": None, "idle": None, "start": None, "busiest": None,
+        "host_idle": record.get("host_idle"),  # not in results written before it was added
     }
     if proxy and "busiest_thread" in proxy:  # not in results written before it was added
         busiest = proxy["busiest_thread"]
@@ -130,22 +131,26 @@ def pair_ratios(pairs, key):
 
 def busiest_threads(levels):
     """Per (arm, level), medians over runs: how much of the window the proxy's busiest thread ran and spent
-    runnable but waiting for a CPU, and how many threads ran over a tenth of its time. A thread that runs and
-    waits nearly all the window is where requests queue: one event loop doing every request's work there has a
-    longer tail than two threads sharing it at half the load each, at the same CPU per request."""
+    runnable but waiting for a CPU, how many threads ran over a tenth of its time, and the share of the machine's
+    CPU time nothing used. A thread that runs and waits nearly all the window is where requests queue, and while it
+    works through a round the client and the workers wait on it with a CPU idle; haproxy-1t, HAProxy on one thread,
+    shows what that costs a proxy that is not ours."""
     groups = defaultdict(list)
     for row in levels:
         if row["busiest"]:
-            groups[(row["arm"], row["c"])].append(row["busiest"])
+            groups[(row["arm"], row["c"])].append(row)
     if not groups:
         return []
-    out = ["", "busiest thread of each proxy: share of the window running / waiting for a CPU (median over runs)",
-           f'{"arm":<14} {"c":>3} {"running":>8} {"waiting":>8} {"busy threads":>12}']
-    for (arm, c), values in sorted(groups.items(), key=lambda item: (item[0][1], item[0][0])):
-        running = statistics.median(v[0] for v in values)
-        waiting = statistics.median(v[1] for v in values)
-        threads = statistics.median(v[2] for v in values)
-        out.append(f"{arm:<14} {c:>3} {running:>8.0%} {waiting:>8.0%} {threads:>12.0f}")
+    out = ["", "busiest thread of each proxy: share of the window running / waiting for a CPU; host CPU time idle"
+           " (median over runs)",
+           f'{"arm":<14} {"c":>3} {"running":>8} {"waiting":>8} {"busy threads":>12} {"host idle":>9}']
+    for (arm, c), rows in sorted(groups.items(), key=lambda item: (item[0][1], item[0][0])):
+        running = statistics.median(r["busiest"][0] for r in rows)
+        waiting = statistics.median(r["busiest"][1] for r in rows)
+        threads = statistics.median(r["busiest"][2] for r in rows)
+        idles = [r["host_idle"] for r in rows if r["host_idle"] is not None]
+        idle = statistics.median(idles) if idles else None
+        out.append(f"{arm:<14} {c:>3} {running:>8.0%} {waiting:>8.0%} {threads:>12.0f} {fmt(idle, '.0%'):>9}")
     return out
 
 

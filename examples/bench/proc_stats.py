@@ -5,6 +5,8 @@
                                          (/proc/<tid>/schedstat: ns running, ns runnable but waiting for a CPU)
     proc_stats.py threads PID BEFORE  -> JSON: the thread that ran most since BEFORE (the output above) was written,
                                          as {"run_ns", "wait_ns", "busy_threads"} (busy: ran over a tenth of its time)
+    proc_stats.py host                -> JSON: the machine's CPU jiffies since boot, all CPUs together (/proc/stat)
+    proc_stats.py host BEFORE         -> the share of them idle since BEFORE (the output above) was written
 """
 
 import json
@@ -67,7 +69,26 @@ def busiest_thread(root, before_path):
     return {"run_ns": run, "wait_ns": wait, "busy_threads": sum(1 for r, _ in deltas if run and r > run / 10)}
 
 
+def host_jiffies():
+    """{"total", "idle"} of the first line of /proc/stat; idle counts iowait too (nothing ran on that CPU)."""
+    with open("/proc/stat") as f:
+        fields = [int(v) for v in f.readline().split()[1:]]
+    # user nice system idle iowait irq softirq steal; guest time is already inside user and nice.
+    return {"total": sum(fields[:8]), "idle": fields[3] + fields[4]}
+
+
+def host_idle_share(before_path):
+    with open(before_path) as f:
+        before = json.load(f)
+    now = host_jiffies()
+    total = now["total"] - before["total"]
+    return round((now["idle"] - before["idle"]) / total, 4) if total > 0 else None
+
+
 def main(argv):
+    if argv[1] == "host":
+        print(json.dumps(host_idle_share(argv[2]) if len(argv) > 2 else host_jiffies()))
+        return
     command, root = argv[1], int(argv[2])
     if command == "tree":
         print(tree_usage(root))
