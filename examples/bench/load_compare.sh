@@ -163,7 +163,7 @@ tree_stats() { python3 "$ROOT/examples/bench/proc_stats.py" tree "$1"; }
 # busiest_thread PID [BEFORE_FILE]: without BEFORE_FILE, the scheduler's counters of every thread of PID's
 # process tree as JSON; with it, the thread that ran most since BEFORE_FILE was written, as {"run_ns",
 # "wait_ns", "busy_threads"} (see proc_stats.py). A proxy whose one busiest thread runs and waits most of
-# the window is queueing there: that is where its tail comes from, whatever its CPU per request.
+# the window queues its requests there; the haproxy-1t arm shows what that costs a proxy that is not ours.
 busiest_thread() { python3 "$ROOT/examples/bench/proc_stats.py" threads "$@"; }
 
 # host_cpu [BEFORE_FILE]: without BEFORE_FILE, the machine's CPU counters as JSON; with it, the share of the
