@@ -15,29 +15,30 @@ import sys
 
 
 def tree(root):
-    """PID and its descendants, from the parent ids in /proc/<pid>/stat."""
-    children = {}
+    """PID and its descendants, each with the fields of its /proc/<pid>/stat after the command name."""
+    stats, children = {}, {}
     for name in os.listdir("/proc"):
         if name.isdigit():
             try:
                 with open(f"/proc/{name}/stat") as f:
-                    children.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(name))
+                    fields = f.read().rsplit(")", 1)[1].split()
             except OSError:
-                pass
-    pids, todo = [], [root]
+                continue
+            stats[int(name)] = fields
+            children.setdefault(int(fields[1]), []).append(int(name))
+    found, todo = {}, [root]
     while todo:
         pid = todo.pop()
-        pids.append(pid)
+        if pid in stats:
+            found[pid] = stats[pid]
         todo.extend(children.get(pid, []))
-    return pids
+    return found
 
 
 def tree_usage(root):
     ticks = rss_pages = 0
-    for pid in tree(root):
+    for pid, fields in tree(root).items():
         try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
             with open(f"/proc/{pid}/statm") as f:
                 resident = int(f.read().split()[1])
         except OSError:
@@ -60,9 +61,13 @@ def thread_counters(root):
     return counters
 
 
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
 def busiest_thread(root, before_path):
-    with open(before_path) as f:
-        before = json.load(f)
+    before = read_json(before_path)
     deltas = [(run - before.get(tid, (0, 0))[0], wait - before.get(tid, (0, 0))[1])
               for tid, (run, wait) in thread_counters(root).items()]
     run, wait = max(deltas, default=(0, 0))
@@ -78,8 +83,7 @@ def host_jiffies():
 
 
 def host_idle_share(before_path):
-    with open(before_path) as f:
-        before = json.load(f)
+    before = read_json(before_path)
     now = host_jiffies()
     total = now["total"] - before["total"]
     return round((now["idle"] - before["idle"]) / total, 4) if total > 0 else None
