@@ -27,7 +27,15 @@ def jar(tmp_path, monkeypatch):
 def builders(monkeypatch):
     """Records builder launches instead of starting them."""
     launched = []
-    monkeypatch.setattr(class_cache.subprocess, "Popen", lambda command, **kwargs: launched.append(command))
+
+    class Recorded:
+        def __init__(self, command, **kwargs):
+            launched.append(command)
+
+        def wait(self):
+            return 0
+
+    monkeypatch.setattr(class_cache.subprocess, "Popen", Recorded)
     return launched
 
 
@@ -89,6 +97,28 @@ def test_existing_cache_is_used_without_builder(jar, builders):
 def test_missing_cache_starts_one_detached_builder(jar, builders):
     assert class_cache.jvm_options(JAVA25, jar, OPTIONS) == []
     assert len(builders) == 1 and "vllm_router.bridge.class_cache" in builders[0]
+
+
+def test_builder_is_not_left_a_child_of_the_launcher(jar, tmp_path, monkeypatch):
+    # launch_router execs into the JVM, which never reaps a child it did not start: a builder that
+    # is our child would stay a zombie under the router. It must belong to init, and still run.
+    seen = tmp_path / "builder.seen"
+    fake_python = tmp_path / "python"
+    fake_python.write_text(f'#!/bin/sh\necho "$PPID $*" > {seen}.tmp && mv {seen}.tmp {seen}\n')
+    fake_python.chmod(0o755)
+    monkeypatch.setattr(class_cache.sys, "executable", str(fake_python))
+
+    class_cache.start_background_build(JAVA25, jar, class_cache.cache_path(JAVA25, jar, OPTIONS))
+
+    deadline = time.monotonic() + 10
+    while not seen.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    parent, arguments = seen.read_text().split(" ", 1)
+    assert "-m vllm_router.bridge.class_cache --java /opt/java25/bin/java --jar" in arguments
+    assert int(parent) != os.getpid()
+    children = [child for task in os.listdir("/proc/self/task")
+                for child in open(f"/proc/self/task/{task}/children").read().split()]
+    assert children == []
 
 
 def test_no_second_builder_while_one_is_at_work(jar, builders):

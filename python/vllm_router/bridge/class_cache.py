@@ -109,13 +109,17 @@ def start_background_build(java: JavaRuntime, jar: Path, path: Path) -> None:
     lock = _lock_path(path)
     if lock.exists() and time.time() - lock.stat().st_mtime < STALE_BUILD_SECS:
         return
+    builder = [sys.executable, "-m", "vllm_router.bridge.class_cache",
+               "--java", java.executable, "--jar", str(jar)]
     try:
+        # A shell starts the builder in the background and exits at once; reaping the shell leaves
+        # the builder to init. Were the builder our own child, launch_router, which then execs into
+        # the JVM, would leave it a zombie under the router for the router's whole life.
         subprocess.Popen(
-            [sys.executable, "-m", "vllm_router.bridge.class_cache",
-             "--java", java.executable, "--jar", str(jar)],
+            ["/bin/sh", "-c", '"$@" &', "sh", *builder],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True,  # outlives this process and ignores its terminal's signals
-        )
+        ).wait()
     except OSError:
         pass  # no cache: start-up is slower, nothing else changes
 
