@@ -73,7 +73,7 @@ class LauncherIT {
         try (LauncherProcess router = dist(launchArgs().toArray(String[]::new))) {
             String readyLine = router.readLine();
             JsonNode ready = JSON.readTree(String.valueOf(readyLine));
-            assertEquals("ready", ready.path("event").asText(), readyLine + "\n" + router.stderr());
+            assertEquals("ready", ready.path("event").asText(), () -> readyLine + "\n" + router.stderr());
             String url = ready.get("url").asText();
 
             assertEquals(200, RouterHttp.get(url + "/health").statusCode());
@@ -177,7 +177,7 @@ class LauncherIT {
     private static String assertReady(LauncherProcess router) throws Exception {
         String readyLine = router.readLine();
         JsonNode ready = JSON.readTree(String.valueOf(readyLine));
-        assertEquals("ready", ready.path("event").asText(), readyLine + "\n" + router.stderr());
+        assertEquals("ready", ready.path("event").asText(), () -> readyLine + "\n" + router.stderr());
         return ready.get("url").asText();
     }
 
@@ -226,7 +226,7 @@ class LauncherIT {
         try (LauncherProcess router = LauncherProcess.engineJar("serve", "--config", file.toString())) {
             String readyLine = router.readLine();
             JsonNode ready = JSON.readTree(String.valueOf(readyLine));
-            assertEquals("ready", ready.path("event").asText(), readyLine + "\n" + router.stderr());
+            assertEquals("ready", ready.path("event").asText(), () -> readyLine + "\n" + router.stderr());
             String url = ready.get("url").asText();
             assertNotEquals(RouterHttp.chatTurn(url, "a"), RouterHttp.chatTurn(url, "a"), "round_robin alternates");
             assertEquals(0, router.terminate(), router.stderr());

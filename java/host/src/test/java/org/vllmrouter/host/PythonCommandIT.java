@@ -128,7 +128,7 @@ class PythonCommandIT {
         try (LauncherProcess run = python(Map.of("PYTHONPATH", libraries.toString()),
                 "--python-path", extra.toString(), script.toString(), workers.urls().get(0), workers.urls().get(1))) {
             String url = run.readLine();
-            assertTrue(String.valueOf(url).startsWith("http://"), url + "\n" + run.stderr());
+            assertTrue(String.valueOf(url).startsWith("http://"), () -> url + "\n" + run.stderr());
             run.writeLine("twelve chars");
             JsonNode result = JSON.readTree(String.valueOf(run.readLine()));
             assertEquals(0, run.waitForExit(), run.stderr());
@@ -189,7 +189,7 @@ class PythonCommandIT {
     void sysExitThreeExitsThreeWithTheRouterStillRunning() throws Exception {
         Path script = write("exit_three.py", LAUNCH + "sys.exit(3)\n");
         try (LauncherProcess run = python(Map.of(), withWorkerUrls(script))) {
-            assertTrue(String.valueOf(run.readLine()).startsWith("http://"), run.stderr());
+            assertTrue(String.valueOf(run.readLine()).startsWith("http://"), run::stderr);
             assertEquals(3, run.waitForExit(), run.stderr());
             assertEquals("", run.stderr());
         }
