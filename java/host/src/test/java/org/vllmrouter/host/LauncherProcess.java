@@ -108,6 +108,10 @@ final class LauncherProcess implements AutoCloseable {
         return process.toHandle();
     }
 
+    /**
+     * Everything the process wrote to stderr. Waits (up to 30 s) for the stream to close, which a running process
+     * never does: as the message of an assertion on a live process, pass it lazily ({@code () -> p.stderr()}).
+     */
     String stderr() {
         try {
             return stderr.get(30, TimeUnit.SECONDS);
