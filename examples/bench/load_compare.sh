@@ -502,11 +502,14 @@ warm_arm() {
 # measure RUN ARM URL PID C SECONDS IDLE_RSS_KIB START_S: one measured wrk run, appended to RESULTS.
 measure() {
   local run=$1 arm=$2 url=$3 pid=$4 c=$5 seconds=$6 before after line host_idle proxy_json=null
+  local backend_before backend_after
   before=$([[ -n "$pid" ]] && tree_stats "$pid" || echo "0 0")
+  backend_before=$(tree_stats "$BACKEND_PID")
   [[ -n "$pid" ]] && busiest_thread "$pid" > "$WORK/threads.before"
   host_cpu > "$WORK/host.before"
   line=$(wrk_run "$url/v1/completions" "$c" "$seconds")
   after=$([[ -n "$pid" ]] && tree_stats "$pid" || echo "0 0")
+  backend_after=$(tree_stats "$BACKEND_PID")
   host_idle=$(host_cpu "$WORK/host.before")
   if [[ "$line" != "{"* ]]; then
     log "$arm c=$c: no result from wrk"
@@ -515,7 +518,7 @@ measure() {
   if [[ -n "$pid" ]]; then
     proxy_json="{\"cpu_ticks\":$(( ${after% *} - ${before% *} )),\"rss_kib\":${after#* },\"idle_rss_kib\":$7,\"start_s\":$8,\"busiest_thread\":$(busiest_thread "$pid" "$WORK/threads.before")}"
   fi
-  echo "{\"run\":$run,\"arm\":\"$arm\",\"concurrency\":$c,\"clk_tck\":$(getconf CLK_TCK),\"wrk\":$line,\"host_idle\":$host_idle,\"proxy\":$proxy_json}" >> "$RESULTS"
+  echo "{\"run\":$run,\"arm\":\"$arm\",\"concurrency\":$c,\"clk_tck\":$(getconf CLK_TCK),\"wrk\":$line,\"host_idle\":$host_idle,\"backend_cpu_ticks\":$(( ${backend_after% *} - ${backend_before% *} )),\"proxy\":$proxy_json}" >> "$RESULTS"
   log "$arm c=$c: $line ${after}"
 }
 

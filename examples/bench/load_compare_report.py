@@ -43,6 +43,9 @@ def measures(record):
         "errors": w["socket_errors"] + w["status_errors"],
         "cpu": None, "rss": None, "idle": None, "start": None, "busiest": None,
         "host_idle": record.get("host_idle"),  # not in results written before it was added
+        # The backends' CPU a request (their whole process tree), likewise.
+        "backend_cpu": (record["backend_cpu_ticks"] / record["clk_tck"] * 1e6 / max(1, w["requests"])
+                        if "backend_cpu_ticks" in record else None),
     }
     if proxy and "busiest_thread" in proxy:  # not in results written before it was added
         busiest = proxy["busiest_thread"]
@@ -134,23 +137,29 @@ def busiest_threads(levels):
     runnable but waiting for a CPU, how many threads ran over a tenth of its time, and the share of the machine's
     CPU time nothing used. A thread that runs and waits nearly all the window is where requests queue, and while it
     works through a round the client and the workers wait on it with a CPU idle; haproxy-1t, HAProxy on one thread,
-    shows what that costs a proxy that is not ours."""
+    shows what that costs a proxy that is not ours. Last, the backends' CPU a request: the same backends serve every
+    arm, so a proxy that makes them work harder a request shows here, and on a saturated host that is throughput the
+    proxy's own CPU column does not account for."""
     groups = defaultdict(list)
     for row in levels:
         if row["busiest"]:
             groups[(row["arm"], row["c"])].append(row)
     if not groups:
         return []
-    out = ["", "busiest thread of each proxy: share of the window running / waiting for a CPU; host CPU time idle"
-           " (median over runs)",
-           f'{"arm":<14} {"c":>3} {"running":>8} {"waiting":>8} {"busy threads":>12} {"host idle":>9}']
+    out = ["", "busiest thread of each proxy: share of the window running / waiting for a CPU; host CPU time idle;"
+           " the backends' CPU a request (median over runs)",
+           f'{"arm":<14} {"c":>3} {"running":>8} {"waiting":>8} {"busy threads":>12} {"host idle":>9}'
+           f' {"backend us/req":>14}']
     for (arm, c), rows in sorted(groups.items(), key=lambda item: (item[0][1], item[0][0])):
         running = statistics.median(r["busiest"][0] for r in rows)
         waiting = statistics.median(r["busiest"][1] for r in rows)
         threads = statistics.median(r["busiest"][2] for r in rows)
         idles = [r["host_idle"] for r in rows if r["host_idle"] is not None]
         idle = statistics.median(idles) if idles else None
-        out.append(f"{arm:<14} {c:>3} {running:>8.0%} {waiting:>8.0%} {threads:>12.0f} {fmt(idle, '.0%'):>9}")
+        backends = [r["backend_cpu"] for r in rows if r["backend_cpu"] is not None]
+        backend = statistics.median(backends) if backends else None
+        out.append(f"{arm:<14} {c:>3} {running:>8.0%} {waiting:>8.0%} {threads:>12.0f} {fmt(idle, '.0%'):>9}"
+                   f" {fmt(backend, '.1f'):>14}")
     return out
 
 
