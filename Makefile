@@ -33,9 +33,11 @@ engine-jar:
 
 # The wheel carries the engine jar (gitignored), so copy the freshly built one in first.
 # Without it the package still installs; the tests that need the engine then fail and say why.
+# The copy replaces the jar by a rename: a router started from the tree keeps reading the file it
+# opened, where a copy over it would change the classes under the running JVM.
 packaged-jar:
 	@mkdir -p $(dir $(PACKAGED_JAR))
-	@if [ -f $(ENGINE_JAR) ]; then cp $(ENGINE_JAR) $(PACKAGED_JAR); \
+	@if [ -f $(ENGINE_JAR) ]; then cp $(ENGINE_JAR) $(PACKAGED_JAR).tmp && mv -f $(PACKAGED_JAR).tmp $(PACKAGED_JAR); \
 	else echo "warning: $(ENGINE_JAR) not built; the installed package has no engine" >&2; fi
 
 # pip always rebuilds and reinstalls a package given as a local directory.

@@ -122,6 +122,33 @@ def test_stop_signal_drains_and_exits_zero(engine_jar, tmp_path, stop_signal):
             launcher.kill()
 
 
+def test_a_stop_signal_ends_the_router_when_its_drain_fails(engine_jar, tmp_path, monkeypatch):
+    """A jar copied over while the router runs makes the drain's first new class fail to load; the
+    router must still stop, with status 1, instead of ignoring every later stop signal."""
+    jar = tmp_path / "engine.jar"
+    jar.write_bytes(engine_jar.read_bytes())
+    monkeypatch.setenv("VLLM_ROUTER_ENGINE_JAR", str(jar))
+    monkeypatch.setenv("VLLM_ROUTER_STARTUP_CACHE", "off")  # every class from the jar, none from a cache
+    port = free_port()
+    with open(tmp_path / "router.log", "wb") as log, open(tmp_path / "router.out", "wb") as out:
+        launcher = subprocess.Popen([sys.executable, "-c", LAUNCH_SCRIPT, str(port)], stdout=out, stderr=log)
+    try:
+        # The last line a start prints comes after the handshake: past it the engine only serves.
+        assert wait_until(lambda: b"Dashboard: " in (tmp_path / "router.out").read_bytes()
+                          or launcher.poll() is not None, 30)
+        assert http("GET", f"http://127.0.0.1:{port}/health")[0] == 200
+        jvm = launched_jvm(launcher)
+        with open(jar, "r+b") as overwritten:
+            overwritten.truncate(0)
+        launcher.send_signal(signal.SIGTERM)
+        assert launcher.wait(STOP_WITHIN_SECS) == 1
+        assert wait_until(lambda: not pid_alive(jvm), 2), "engine JVM outlived launch_router"
+        assert "Draining failed; stopping without it" in (tmp_path / "router.log").read_text()
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+
+
 def test_terminal_ctrl_c_stops_launch_router_through_python(engine_jar, tmp_path):
     """A terminal's Ctrl-C signals the whole foreground process group; the engine is not in it."""
     port = free_port()

@@ -77,13 +77,22 @@ public final class EngineRunner {
         // SIGTERM/SIGINT drain before the JVM's shutdown begins (StopSignals); the hook covers the other ways a JVM
         // shuts down (SIGHUP, a signal StopSignals could not take). Either way the process ends with 0 once drained,
         // not the 128+signal of a JVM's shutdown, since a graceful stop is a successful run. One drain at a time: a
-        // second stop waits for the first, which ends the process.
+        // second stop waits for the first, which ends the process. A drain that fails still ends it, with 1: the
+        // signal's thread would otherwise die with the error and leave a router that no stop signal ends (seen when
+        // its jar was overwritten in place while it ran, and the drain's first use of a class could not load it).
         Object drainLock = new Object();
         Runnable drainAndExit = () -> {
             synchronized (drainLock) {
                 LOG.info("Received terminate signal, draining in-flight requests");
-                server.close();
-                Runtime.getRuntime().halt(0);
+                int status = 1;
+                try {
+                    server.close();
+                    status = 0;
+                } catch (Throwable e) {
+                    LOG.log(Level.SEVERE, "Draining failed; stopping without it", e);
+                } finally {
+                    Runtime.getRuntime().halt(status);
+                }
             }
         };
         Thread drainOnSignal = new Thread(drainAndExit, "vllm-router-shutdown");
