@@ -71,6 +71,17 @@
 #   OUT_DIR [bench-results]   results: load_compare-<time>.jsonl (one line per arm, run and level),
 #                        .txt (the report) and .png (the plot)
 #   KEEP_WORK [unset]    keep the temporary directory (configs, process logs)
+#   OWN_SESSIONS [0]     0: the backends and every arm's proxy run in this script's session, with wrk; 1: each
+#                        starts in a session of its own (setsid), as a daemon or a service does (HAProxy and
+#                        nginx daemonize into one by default). Where the kernel groups tasks by session
+#                        (kernel.sched_autogroup_enabled=1, the default here and on most distributions) each
+#                        session is one scheduling group, as heavy as any other, so this decides who gets a
+#                        CPU: in one session the threads compete one by one, in sessions of their own program
+#                        by program. 0 is how a trainer runs the router (its child, in its session) and what
+#                        earlier results used. The choice moves the result: at 64 connections, 6 paired rounds
+#                        each, our router served 0.94x HAProxy's requests/s with 0 and 0.98x with 1, and the
+#                        backends spent 13.6 and 11.8 us a request behind it, against 10.7 and 10.9 behind
+#                        HAProxy (see docs/architecture.md).
 #
 # Quick check:  ARM_WARMUP_S=3 LEVEL_WARMUP_S=1 DURATION_S=3 ARMS="direct haproxy router" examples/bench/load_compare.sh
 set -euo pipefail
@@ -93,6 +104,12 @@ BODY_BYTES=${BODY_BYTES:-2048}
 BODY_SHAPE=${BODY_SHAPE:-prompt}
 case "$BODY_SHAPE" in prompt|token_ids) ;; *) echo "BODY_SHAPE must be prompt or token_ids, not '$BODY_SHAPE'" >&2; exit 2 ;; esac
 SESSIONS=${SESSIONS:-1000}
+OWN_SESSIONS=${OWN_SESSIONS:-0}
+case "$OWN_SESSIONS" in
+  1) DETACH=setsid ;;  # in a background subshell, not a group leader: setsid execs in place, so $! stays the pid
+  0) DETACH= ;;
+  *) echo "OWN_SESSIONS must be 0 or 1, not '$OWN_SESSIONS'" >&2; exit 2 ;;
+esac
 BASE_PORT=${BASE_PORT:-18100}
 BASE_TREE=${BASE_TREE:-/work/wt/base}
 BEFORE_TREE=${BEFORE_TREE:-}
@@ -217,7 +234,7 @@ PY
     done
     echo "}"
   } > "$WORK/nginx-backend.conf"
-  "$(nginx_bin)" -p "$WORK" -e "$WORK/nginx-backend.err" -c "$WORK/nginx-backend.conf" -g 'daemon off;' \
+  $DETACH "$(nginx_bin)" -p "$WORK" -e "$WORK/nginx-backend.err" -c "$WORK/nginx-backend.conf" -g 'daemon off;' \
       > "$WORK/nginx-backend.log" 2>&1 &
   BACKEND_PID=$!
   PIDS+=("$BACKEND_PID")
@@ -231,7 +248,7 @@ start_mock_backends() {
   [[ -f "$jar" ]] || { log "BACKEND=mock needs $jar (make engine-jar)"; exit 1; }
   local ports_csv
   ports_csv=$(IFS=,; echo "${BACKEND_PORTS[*]}")
-  "$JAVA" -Xms256m -Xmx512m -cp "$jar" org.vllmrouter.mock.MockWorkerMain --ports "$ports_csv" \
+  $DETACH "$JAVA" -Xms256m -Xmx512m -cp "$jar" org.vllmrouter.mock.MockWorkerMain --ports "$ports_csv" \
       > "$WORK/mock.out" 2> "$WORK/mock.err" &
   BACKEND_PID=$!
   PIDS+=("$BACKEND_PID")
@@ -334,7 +351,7 @@ start_our_router() {
 spawn() {
   local started
   started=$(date +%s.%N)
-  ( eval "exec $1" ) > "$WORK/proxy-$PROXY_PORT.out" 2> "$WORK/proxy-$PROXY_PORT.err" &
+  ( eval "exec $DETACH $1" ) > "$WORK/proxy-$PROXY_PORT.out" 2> "$WORK/proxy-$PROXY_PORT.err" &
   PROXY_PID=$!
   PIDS+=("$PROXY_PID")
   if ! wait_http "http://127.0.0.1:$PROXY_PORT/health" "$PROXY_PID" 120; then
@@ -518,7 +535,7 @@ measure() {
   if [[ -n "$pid" ]]; then
     proxy_json="{\"cpu_ticks\":$(( ${after% *} - ${before% *} )),\"rss_kib\":${after#* },\"idle_rss_kib\":$7,\"start_s\":$8,\"busiest_thread\":$(busiest_thread "$pid" "$WORK/threads.before")}"
   fi
-  echo "{\"run\":$run,\"arm\":\"$arm\",\"concurrency\":$c,\"clk_tck\":$(getconf CLK_TCK),\"wrk\":$line,\"host_idle\":$host_idle,\"backend_cpu_ticks\":$(( ${backend_after% *} - ${backend_before% *} )),\"proxy\":$proxy_json}" >> "$RESULTS"
+  echo "{\"run\":$run,\"arm\":\"$arm\",\"concurrency\":$c,\"clk_tck\":$(getconf CLK_TCK),\"wrk\":$line,\"host_idle\":$host_idle,\"backend_cpu_ticks\":$(( ${backend_after% *} - ${backend_before% *} )),\"own_sessions\":$OWN_SESSIONS,\"proxy\":$proxy_json}" >> "$RESULTS"
   log "$arm c=$c: $line ${after}"
 }
 

@@ -43,6 +43,7 @@ def measures(record):
         "errors": w["socket_errors"] + w["status_errors"],
         "cpu": None, "rss": None, "idle": None, "start": None, "busiest": None,
         "host_idle": record.get("host_idle"),  # not in results written before it was added
+        "own_sessions": record.get("own_sessions"),  # likewise
         # The backends' CPU a request (their whole process tree), likewise.
         "backend_cpu": (record["backend_cpu_ticks"] / record["clk_tck"] * 1e6 / max(1, w["requests"])
                         if "backend_cpu_ticks" in record else None),
@@ -165,6 +166,12 @@ def busiest_threads(levels):
 
 def report(levels, sse):
     out = []
+    modes = {r["own_sessions"] for r in levels if r["own_sessions"] is not None}
+    if modes:
+        out.append("backends and proxies " + " / ".join(
+            "each in a session of their own (OWN_SESSIONS=1)" if mode else "in the script's session (OWN_SESSIONS=0)"
+            for mode in sorted(modes, reverse=True)))
+        out.append("")
     runs = sorted({r["run"] for r in levels})
     if len(runs) > PER_RUN_TABLES:
         out.append(f"{len(runs)} runs (rounds); every window is a line of the .jsonl")
