@@ -90,10 +90,9 @@ LAUNCH_SCRIPT = textwrap.dedent("""
 """)
 
 
-def start_launcher(port: int, stderr) -> subprocess.Popen:
+def start_launcher(port: int, stderr, stdout=subprocess.DEVNULL) -> subprocess.Popen:
     """A Python process that calls launch_router, as a trainer's child process does."""
-    return subprocess.Popen([sys.executable, "-c", LAUNCH_SCRIPT, str(port)],
-                            stdout=subprocess.DEVNULL, stderr=stderr)
+    return subprocess.Popen([sys.executable, "-c", LAUNCH_SCRIPT, str(port)], stdout=stdout, stderr=stderr)
 
 
 def launched_jvm(launcher: subprocess.Popen) -> int:
@@ -131,7 +130,7 @@ def test_a_stop_signal_ends_the_router_when_its_drain_fails(engine_jar, tmp_path
     monkeypatch.setenv("VLLM_ROUTER_STARTUP_CACHE", "off")  # every class from the jar, none from a cache
     port = free_port()
     with open(tmp_path / "router.log", "wb") as log, open(tmp_path / "router.out", "wb") as out:
-        launcher = subprocess.Popen([sys.executable, "-c", LAUNCH_SCRIPT, str(port)], stdout=out, stderr=log)
+        launcher = start_launcher(port, log, stdout=out)
     try:
         # The last line a start prints comes after the handshake: past it the engine only serves.
         assert wait_until(lambda: b"Dashboard: " in (tmp_path / "router.out").read_bytes()
