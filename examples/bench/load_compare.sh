@@ -15,7 +15,9 @@
 # holding the Rust library; ours: the engine JVM, which takes the command's process, or, for an older tree,
 # its Python launcher and the engine JVM). Per arm: start-up time (spawn to a healthy /health), idle RSS, a warm-up,
 # then per concurrency level a wrk run (one thread, keep-alive, a BODY_BYTES POST to /v1/completions with
-# a random X-Session-ID out of SESSIONS). Columns: requests/s, p50/p99/p99.9, CPU microseconds per request
+# a random X-Session-ID out of SESSIONS). Columns: requests/s, p50/p99/p99.9 (wrk's, which it corrects for
+# coordinated omission: a stall counts once per mean interval it lasts; examples/bench/legs/legs.py gives
+# the raw ones beside them), CPU microseconds per request
 # of the proxy's process tree (utime+stime from /proc over the measured run / requests) and the tree's RSS
 # at the end of the level; and the proxy's busiest thread: the share of the run it ran and the share it
 # was runnable but waiting for a CPU (/proc schedstat), where a one-loop proxy's requests queue, and the
