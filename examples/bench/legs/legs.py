@@ -262,8 +262,10 @@ def main() -> None:
         fail("--rounds must be 1-100, --seconds 1-600, --warmup-s 0 or more")
     if any(not 1 <= c <= 4096 for c in args.concurrency):
         fail("each --concurrency must be 1-4096")
-    if not 1 <= args.sessions <= 999999 or not 64 <= args.body_bytes <= 1 << 20:
-        fail("--sessions must be 1-999999 and --body-bytes 64-1048576")
+    if not 1 <= args.sessions <= 999999 or not 64 <= args.body_bytes <= 262144:
+        fail("--sessions must be 1-999999 and --body-bytes 64-262144")
+    if args.sessions * (args.body_bytes + 512) > 1 << 30:
+        fail("the client holds one built request per session: --sessions x --body-bytes must stay within 1 GiB")
     if shutil.which("gcc") is None:
         fail("gcc is needed to build the client and the backend")
     if any(a.startswith("haproxy") for a in args.arms) and shutil.which("haproxy") is None:

@@ -65,8 +65,9 @@ int main(int argc, char **argv) {
     int port = atoi(argv[1]), n = atoi(argv[2]), secs = atoi(argv[3]);
     int sessions = argc > 5 ? atoi(argv[5]) : 1000, body_bytes = argc > 6 ? atoi(argv[6]) : 2048;
     if (port <= 0 || port > 65535 || n < 1 || n > 4096 || secs < 1 || sessions < 1 || sessions > 999999
-        || body_bytes < 64 || body_bytes > 1 << 20) {
-        fprintf(stderr, "legs_client: PORT 1-65535, CONNS 1-4096, SECONDS >= 1, SESSIONS 1-999999, BODY_BYTES 64-1048576\n");
+        || body_bytes < 64 || body_bytes > 262144 || (long)sessions * (body_bytes + 512) > 1L << 30) {
+        fprintf(stderr, "legs_client: PORT 1-65535, CONNS 1-4096, SECONDS >= 1, SESSIONS 1-999999, BODY_BYTES 64-262144,"
+                " and SESSIONS built requests within 1 GiB\n");
         return 2;
     }
     FILE *out = fopen(argv[4], "w");
