@@ -153,15 +153,19 @@ class Bench:
         ports = [str(p) for p in self.backend_ports]
         process = self.spawn([str(self.work / "legs_backend"), *ports, "-w", "2"], "backend")
         for port in self.backend_ports:
-            deadline = time.monotonic() + 10
-            while True:
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                    break
-                except OSError:
-                    if process.poll() is not None or time.monotonic() > deadline:
-                        fail(f"the backend did not listen on port {port}: {(self.work / 'backend.log').read_text()}")
-                    time.sleep(0.05)
+            self.wait_listening(port, process, "backend")
+
+    def wait_listening(self, port: int, process: subprocess.Popen, name: str) -> None:
+        """Waits until something accepts connections on the port; fails with the process's log if it exits first."""
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    fail(f"{name} did not listen on port {port}: {(self.work / f'{name}.log').read_text()[-500:]}")
+                time.sleep(0.05)
 
     def start_arm(self, arm: str) -> int:
         port = free_port()
@@ -176,26 +180,13 @@ class Bench:
             ] + [f"    server w{i} 127.0.0.1:{p}" for i, p in enumerate(self.backend_ports, 1)]
             config = self.work / f"{arm}.cfg"
             config.write_text("\n".join(lines) + "\n")
-            process = self.spawn(["haproxy", "-db", "-f", str(config)], arm)
-            health = None
+            self.wait_listening(port, self.spawn(["haproxy", "-db", "-f", str(config)], arm), arm)
         else:
             env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
             process = self.spawn([sys.executable, "-m", "vllm_router.launch_router", "--host", "127.0.0.1",
                                   "--port", str(port), "--prometheus-port", str(free_port()),
                                   "--policy", "sticky_least_loaded", "--worker-urls", *urls], arm, env)
-            health = f"http://127.0.0.1:{port}/health"
-        if health:
-            wait_healthy(health, process, 120, arm)
-        else:
-            deadline = time.monotonic() + 10
-            while True:
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                    break
-                except OSError:
-                    if process.poll() is not None or time.monotonic() > deadline:
-                        fail(f"{arm} did not start: {(self.work / f'{arm}.log').read_text()[-500:]}")
-                    time.sleep(0.05)
+            wait_healthy(f"http://127.0.0.1:{port}/health", process, 120, arm)
         return port
 
     def load(self, port: int, connections: int, seconds: int, out: Path) -> None:
