@@ -1,6 +1,7 @@
 package org.vllmrouter.core.worker;
 
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -88,6 +89,8 @@ public final class WorkerRegistry {
      * Available workers (healthy, circuit allows) of {@code role} serving {@code model}, in registration
      * order. A null model, or a model no registered worker of the role serves, means any model: a
      * request naming a model whose workers are all down gets no candidates rather than a wrong model.
+     * The list is read-only: when every registered worker qualifies, as it usually does, it is the
+     * registry's own, so choosing a worker copies nothing.
      */
     public List<Worker> candidates(String model, WorkerRole role) {
         List<Worker> workers = snapshot.ordered();
@@ -100,13 +103,25 @@ public final class WorkerRegistry {
                 }
             }
         }
-        List<Worker> out = new ArrayList<>(workers.size());
-        for (Worker w : workers) {
-            if (w.role() == role && (!modelServed || w.modelId().equals(model)) && w.isAvailable()) {
-                out.add(w);
+        int qualifying = 0;
+        while (qualifying < workers.size() && qualifies(workers.get(qualifying), model, role, modelServed)) {
+            qualifying++;
+        }
+        if (qualifying == workers.size()) {
+            return workers;
+        }
+        List<Worker> out = new ArrayList<>(workers.size() - 1);
+        out.addAll(workers.subList(0, qualifying));
+        for (int i = qualifying + 1; i < workers.size(); i++) {
+            if (qualifies(workers.get(i), model, role, modelServed)) {
+                out.add(workers.get(i));
             }
         }
-        return out;
+        return Collections.unmodifiableList(out);
+    }
+
+    private static boolean qualifies(Worker w, String model, WorkerRole role, boolean modelServed) {
+        return w.role() == role && (!modelServed || w.modelId().equals(model)) && w.isAvailable();
     }
 
     public int size() {

@@ -116,6 +116,30 @@ class WorkerTest {
         assertEquals(List.of(p), reg.all(WorkerRole.PREFILL));
     }
 
+    /**
+     * Whichever worker drops out (the first, one in the middle, the last, or none), the others stay in registration
+     * order, and the list handed out cannot be changed by the one who gets it.
+     */
+    @Test
+    void registryCandidatesKeepOrderWhicheverWorkerDropsOutAndAreReadOnly() {
+        WorkerRegistry reg = new WorkerRegistry();
+        List<Worker> all = List.of(Worker.builder("http://a:1").build(), Worker.builder("http://b:1").build(),
+                Worker.builder("http://c:1").build());
+        all.forEach(reg::add);
+        assertEquals(all, reg.candidates(null, WorkerRole.REGULAR));
+        assertThrows(UnsupportedOperationException.class,
+                () -> reg.candidates(null, WorkerRole.REGULAR).add(all.get(0)));
+        for (Worker out : all) {
+            out.setHealthy(false);
+            List<Worker> expected = all.stream().filter(w -> w != out).toList();
+            List<Worker> candidates = reg.candidates(null, WorkerRole.REGULAR);
+            assertEquals(expected, candidates, out.url() + " down");
+            assertThrows(UnsupportedOperationException.class, () -> candidates.remove(0));
+            out.setHealthy(true);
+        }
+        assertEquals(all, reg.all(), "the registry's own list is untouched");
+    }
+
     @Test
     void registryRemovesEveryDpRankOfABaseUrl() {
         WorkerRegistry reg = new WorkerRegistry();

@@ -38,7 +38,8 @@ public record RequestPath(String rawPath, String rawQuery, String path, String r
         }
         Map<String, List<String>> params;
         try {
-            params = new QueryStringDecoder(rawQuery, StandardCharsets.UTF_8, false).parameters();
+            params = rawQuery.isEmpty() ? Map.of()
+                    : new QueryStringDecoder(rawQuery, StandardCharsets.UTF_8, false).parameters();
         } catch (IllegalArgumentException e) {
             throw new InvalidPathException("Invalid query string: " + e.getMessage());
         }

@@ -26,7 +26,9 @@ import java.util.List;
  * Netty's response decoder makes a new name, two objects and a hash, for each of them on every response: about a
  * twentieth of the proxy path's allocation. Its request decoder already shares the common names; the response
  * decoder has no such list, so this one learns the names from the connection instead, with their case as sent.
- * A name is checked against HTTP's token rule once, when it enters the cache, rather than on every answer.
+ * A name is checked against HTTP's token rule once, when it enters the cache, rather than on every answer. The
+ * status line's three words (version, code, reason: "HTTP/1.1", "200", "OK" on nearly every answer) are likewise
+ * the last answer's strings when the next one repeats them, where the decoder made three new ones per answer.
  *
  * <p>Unlike {@code HttpClientCodec}, a CONNECT answer gets no tunnel: the router never forwards a CONNECT of
  * authority form, so an answer to one is read by its own framing like any other.
@@ -74,6 +76,8 @@ public final class WorkerCodec
         private static final int CACHED_NAMES = 16;
         /** Header names by a hash of their bytes; a collision replaces the older name. */
         private final AsciiString[] names = new AsciiString[CACHED_NAMES];
+        /** The status line's words of the last answer (version, code, reason), reused while the next one repeats them. */
+        private final String[] statusWords = new String[3];
         private final CheckedNames checked;
 
         ResponseDecoder(HttpDecoderConfig config, CheckedNames checked) {
@@ -89,6 +93,43 @@ public final class WorkerCodec
                 return true;
             }
             return super.isContentAlwaysEmpty(msg);
+        }
+
+        @Override
+        protected String splitFirstWordInitialLine(byte[] line, int start, int length) {
+            String word = statusWord(0, line, start, length);
+            return word != null ? word : remember(0, super.splitFirstWordInitialLine(line, start, length));
+        }
+
+        @Override
+        protected String splitSecondWordInitialLine(byte[] line, int start, int length) {
+            String word = statusWord(1, line, start, length);
+            return word != null ? word : remember(1, super.splitSecondWordInitialLine(line, start, length));
+        }
+
+        @Override
+        protected String splitThirdWordInitialLine(byte[] line, int start, int length) {
+            String word = statusWord(2, line, start, length);
+            return word != null ? word : remember(2, super.splitThirdWordInitialLine(line, start, length));
+        }
+
+        /** The last answer's word at {@code position} when the bytes at {@code start} spell it again, else null. */
+        private String statusWord(int position, byte[] line, int start, int length) {
+            String last = statusWords[position];
+            if (last == null || last.length() != length) {
+                return null;
+            }
+            for (int i = 0; i < length; i++) {
+                if (last.charAt(i) != (line[start + i] & 0xff)) {
+                    return null;
+                }
+            }
+            return last;
+        }
+
+        private String remember(int position, String word) {
+            statusWords[position] = word;
+            return word;
         }
 
         @Override

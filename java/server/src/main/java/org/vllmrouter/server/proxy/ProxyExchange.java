@@ -152,7 +152,11 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
         HttpHeaders headers = request.headers;
         ByteBuf body = request.client.content();
         headers.set(HttpHeaderNames.HOST, WorkerAddress.of(chosen.baseUrl()).hostHeader());
-        headers.setInt(HttpHeaderNames.CONTENT_LENGTH, body.readableBytes());
+        // Nearly always the client's own length, already there: set only when it is not, since setting it makes
+        // a string of the number and a new header entry per request.
+        if (headers.getInt(HttpHeaderNames.CONTENT_LENGTH, -1) != body.readableBytes()) {
+            headers.setInt(HttpHeaderNames.CONTENT_LENGTH, body.readableBytes());
+        }
         if (chosen.dpRank() >= 0) {
             headers.set(Hop.DP_RANK_HEADER, chosen.dpRank());
         } else {

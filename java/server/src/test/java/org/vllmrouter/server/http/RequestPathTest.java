@@ -43,6 +43,14 @@ class RequestPathTest {
     }
 
     @org.junit.jupiter.api.Test
+    void queryParametersAreDecodedAndAnAbsentOrEmptyQueryHasNone() throws Exception {
+        assertEquals(java.util.Map.of(), RequestPath.parse("/v1/completions").params());
+        assertEquals(java.util.Map.of(), RequestPath.parse("/v1/completions?").params());
+        assertEquals(java.util.Map.of("a", java.util.List.of("1", "2"), "b", java.util.List.of(" x")),
+                RequestPath.parse("/finish_session?a=1&b=%20x&a=2").params());
+    }
+
+    @org.junit.jupiter.api.Test
     void workerUrlsAndQueriesKeepTheirRawForm() throws Exception {
         RequestPath item = RequestPath.parse("/workers/http%3A%2F%2Fh%3A1");
         assertEquals("/workers/http://h:1", item.path());

@@ -83,6 +83,34 @@ class WorkerCodecTest {
     }
 
     /**
+     * The status lines of a connection's answers each come out as sent, whether a word repeats the answer before
+     * (which the decoder reuses) or not; a status code that is not a number after valid answers fails its answer.
+     */
+    @Test
+    void eachAnswersStatusLineComesOutAsSent() {
+        EmbeddedChannel channel = new EmbeddedChannel(HttpCodecs.client());
+        String[][] lines = {
+                {"HTTP/1.1 200 OK", "HTTP/1.1", "200", "OK"},
+                {"HTTP/1.1 200 OK", "HTTP/1.1", "200", "OK"},
+                {"HTTP/1.1 404 Not Found", "HTTP/1.1", "404", "Not Found"},
+                {"HTTP/1.0 200 Fine", "HTTP/1.0", "200", "Fine"},
+                {"HTTP/1.1 201 OK", "HTTP/1.1", "201", "OK"},
+                {"HTTP/1.1 200 ", "HTTP/1.1", "200", ""},
+                {"HTTP/1.1 200 OK", "HTTP/1.1", "200", "OK"},
+        };
+        for (String[] line : lines) {
+            HttpResponse answer = answer(channel, line[0] + "\r\nContent-Length: 0\r\n\r\n");
+            assertTrue(answer.decoderResult().isSuccess(), line[0]);
+            assertEquals(line[1], answer.protocolVersion().text(), line[0]);
+            assertEquals(Integer.parseInt(line[2]), answer.status().code(), line[0]);
+            assertEquals(line[3], answer.status().reasonPhrase(), line[0]);
+        }
+        HttpResponse bad = answer(channel, "HTTP/1.1 2x0 OK\r\nContent-Length: 0\r\n\r\n");
+        assertTrue(bad.decoderResult().isFailure());
+        channel.finishAndReleaseAll();
+    }
+
+    /**
      * A name outside HTTP's token rule fails the answer whether it is new or follows valid answers on the same
      * connection, and a later connection that sends it fails as well: it never becomes a name that skips the check.
      */
