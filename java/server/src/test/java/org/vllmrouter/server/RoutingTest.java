@@ -289,6 +289,30 @@ class RoutingTest {
                 .filter(h -> h.getKey().equalsIgnoreCase("Content-Length")).map(Map.Entry::getValue).toList());
     }
 
+    /**
+     * A worker gets one Content-Length, the length of the body it gets, whether the client framed its body with a
+     * length (kept as sent) or in chunks (no Transfer-Encoding goes on).
+     */
+    @Test
+    void theWorkerGetsOneContentLengthMatchingTheForwardedBody() throws Exception {
+        String body = "{\"prompt\":\"x\"}";
+        String[] requests = {
+                "POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 014\r\n\r\n" + body,
+                "POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n"
+                        + "5\r\n" + body.substring(0, 5) + "\r\n9\r\n" + body.substring(5) + "\r\n0\r\n\r\n"};
+        for (String request : requests) {
+            String raw = TestHttp.raw(router.port(), request);
+            assertEquals(200, TestHttp.status(raw), raw);
+            CapturedRequest forwarded = lastCaptured("/v1/completions");
+            assertEquals(body, forwarded.bodyText());
+            List<String> lengths = forwarded.headers().stream()
+                    .filter(h -> h.getKey().equalsIgnoreCase("Content-Length")).map(Map.Entry::getValue).toList();
+            assertEquals(1, lengths.size(), lengths.toString());
+            assertEquals(body.length(), Integer.parseInt(lengths.get(0)), request);
+            assertTrue(forwarded.headers().stream().noneMatch(h -> h.getKey().equalsIgnoreCase("Transfer-Encoding")));
+        }
+    }
+
     @Test
     void contentLengthsThatDisagreeAre400InEveryVersion() throws Exception {
         int seen = capturedCount("/v1/completions");

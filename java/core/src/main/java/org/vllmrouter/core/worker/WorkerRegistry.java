@@ -96,7 +96,8 @@ public final class WorkerRegistry {
         List<Worker> workers = snapshot.ordered();
         boolean modelServed = false;
         if (model != null) {
-            for (Worker w : workers) {
+            for (int i = 0; i < workers.size(); i++) {
+                Worker w = workers.get(i);
                 if (w.role() == role && w.modelId().equals(model)) {
                     modelServed = true;
                     break;

@@ -6,7 +6,10 @@ import io.netty.util.AsciiString;
 import java.util.List;
 import org.vllmrouter.server.http.RequestIdHandler;
 
-/** Which headers cross the proxy: hop-by-hop ones never do; the router sets framing and Host itself. */
+/**
+ * Which headers cross the proxy: hop-by-hop ones never do; the router sets Host itself, and Content-Length whenever
+ * the client's (kept, since nearly every request has one that fits) does not give the length of the body sent on.
+ */
 public final class Hop {
     /** Tells a data-parallel worker which of its ranks serves the request. */
     public static final String DP_RANK_HEADER = "X-data-parallel-rank";
@@ -21,7 +24,7 @@ public final class Hop {
             HttpHeaderNames.CONNECTION, AsciiString.cached("keep-alive"), AsciiString.cached("proxy-connection"),
             HttpHeaderNames.PROXY_AUTHORIZATION, HttpHeaderNames.TE, HttpHeaderNames.TRAILER,
             AsciiString.cached("trailers"), HttpHeaderNames.TRANSFER_ENCODING, HttpHeaderNames.UPGRADE,
-            HttpHeaderNames.HOST, HttpHeaderNames.CONTENT_LENGTH, HttpHeaderNames.EXPECT,
+            HttpHeaderNames.HOST, HttpHeaderNames.EXPECT,
             AsciiString.cached("x-data-parallel-rank"));
 
     private Hop() {}

@@ -152,8 +152,8 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
         HttpHeaders headers = request.headers;
         ByteBuf body = request.client.content();
         headers.set(HttpHeaderNames.HOST, WorkerAddress.of(chosen.baseUrl()).hostHeader());
-        // Nearly always the client's own length, already there: set only when it is not, since setting it makes
-        // a string of the number and a new header entry per request.
+        // Nearly always the client's own length, kept by Hop: set only when it does not fit the body (a chunked
+        // request, a body the route changed), since setting it makes a string and a header entry per request.
         if (headers.getInt(HttpHeaderNames.CONTENT_LENGTH, -1) != body.readableBytes()) {
             headers.setInt(HttpHeaderNames.CONTENT_LENGTH, body.readableBytes());
         }
