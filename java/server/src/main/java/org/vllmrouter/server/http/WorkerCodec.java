@@ -13,6 +13,7 @@ import io.netty.handler.codec.http.HttpResponse;
 import io.netty.handler.codec.http.HttpResponseDecoder;
 import io.netty.handler.codec.http.HttpStatusClass;
 import io.netty.util.AsciiString;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.List;
@@ -97,37 +98,35 @@ public final class WorkerCodec
 
         @Override
         protected String splitFirstWordInitialLine(byte[] line, int start, int length) {
-            String word = statusWord(0, line, start, length);
-            return word != null ? word : remember(0, super.splitFirstWordInitialLine(line, start, length));
+            return statusWord(0, line, start, length);
         }
 
         @Override
         protected String splitSecondWordInitialLine(byte[] line, int start, int length) {
-            String word = statusWord(1, line, start, length);
-            return word != null ? word : remember(1, super.splitSecondWordInitialLine(line, start, length));
+            return statusWord(1, line, start, length);
         }
 
         @Override
         protected String splitThirdWordInitialLine(byte[] line, int start, int length) {
-            String word = statusWord(2, line, start, length);
-            return word != null ? word : remember(2, super.splitThirdWordInitialLine(line, start, length));
+            return statusWord(2, line, start, length);
         }
 
-        /** The last answer's word at {@code position} when the bytes at {@code start} spell it again, else null. */
+        /**
+         * The word at {@code start}: the last answer's word at {@code position} when the bytes spell it again, else a
+         * new string of them, one char a byte as Netty's decoder makes it, kept for the next answer.
+         */
         private String statusWord(int position, byte[] line, int start, int length) {
             String last = statusWords[position];
-            if (last == null || last.length() != length) {
-                return null;
-            }
-            for (int i = 0; i < length; i++) {
-                if (last.charAt(i) != (line[start + i] & 0xff)) {
-                    return null;
+            if (last != null && last.length() == length) {
+                int i = 0;
+                while (i < length && last.charAt(i) == (line[start + i] & 0xff)) {
+                    i++;
+                }
+                if (i == length) {
+                    return last;
                 }
             }
-            return last;
-        }
-
-        private String remember(int position, String word) {
+            String word = new String(line, start, length, StandardCharsets.ISO_8859_1);
             statusWords[position] = word;
             return word;
         }
