@@ -61,43 +61,31 @@ public final class EngineRunner {
         } catch (ConfigException e) {
             return report.failed(out, err, CONFIG_ERROR, e.getMessage(), 2);
         }
+        // Stop signals are taken from here, before the start: see EngineStop. The hook covers the other ways a JVM
+        // shuts down (SIGHUP, a signal StopSignals could not take).
+        EngineStop stop = new EngineStop(status -> Runtime.getRuntime().halt(status));
+        Thread drainOnShutdown = new Thread(stop::onShutdown, "vllm-router-shutdown");
+        Runtime.getRuntime().addShutdownHook(drainOnShutdown);
+        StopSignals stopSignals = StopSignals.handle(stop::onSignal);
         RouterServer server;
         try {
             EngineLogging.configure(config);
-            server = RouterServer.start(config);
+            server = RouterServer.start(config, RouterServer.Options.DEFAULTS.withBeforeListening(stop::binding));
         } catch (ConfigException e) {
+            stopHandling(stopSignals, drainOnShutdown);
             return report.failed(out, err, CONFIG_ERROR, e.getMessage(), 2);
         } catch (RouterStartException e) {
+            stopHandling(stopSignals, drainOnShutdown);
             return report.failed(out, err, STARTUP_ERROR, e.getMessage(), 1);
         } catch (RuntimeException e) {
+            stopHandling(stopSignals, drainOnShutdown);
             LOG.log(Level.SEVERE, "Router failed to start", e);
             return report.failed(out, err, STARTUP_ERROR, "Router failed to start: " + e, 1);
         }
-
-        // SIGTERM/SIGINT drain before the JVM's shutdown begins (StopSignals); the hook covers the other ways a JVM
-        // shuts down (SIGHUP, a signal StopSignals could not take). Either way the process ends with 0 once drained,
-        // not the 128+signal of a JVM's shutdown, since a graceful stop is a successful run. One drain at a time: a
-        // second stop waits for the first, which ends the process. A drain that fails still ends it, with 1: the
-        // signal's thread would otherwise die with the error and leave a router that no stop signal ends (seen when
-        // its jar was overwritten in place while it ran, and the drain's first use of a class could not load it).
-        Object drainLock = new Object();
-        Runnable drainAndExit = () -> {
-            synchronized (drainLock) {
-                LOG.info("Received terminate signal, draining in-flight requests");
-                int status = 1;
-                try {
-                    server.close();
-                    status = 0;
-                } catch (Throwable e) {
-                    LOG.log(Level.SEVERE, "Draining failed; stopping without it", e);
-                } finally {
-                    Runtime.getRuntime().halt(status);
-                }
-            }
-        };
-        Thread drainOnSignal = new Thread(drainAndExit, "vllm-router-shutdown");
-        Runtime.getRuntime().addShutdownHook(drainOnSignal);
-        StopSignals stopSignals = StopSignals.handle(drainAndExit);
+        if (!stop.serving(server)) {
+            stopHandling(stopSignals, drainOnShutdown);
+            return 0;
+        }
 
         report.ready(out, err, server, config);
         heapBound.ifPresent(HeapGrowthBound::start);
@@ -108,17 +96,20 @@ public final class EngineRunner {
         } else {
             awaitForever();
         }
+        stopHandling(stopSignals, drainOnShutdown);
+        stop.drain();
+        return 0;
+    }
+
+    /** The signals get their handling back and the hook goes; a shutdown already under way keeps the hook. */
+    private static void stopHandling(StopSignals stopSignals, Thread drainOnShutdown) {
         stopSignals.close();
         try {
-            Runtime.getRuntime().removeShutdownHook(drainOnSignal);
+            Runtime.getRuntime().removeShutdownHook(drainOnShutdown);
         } catch (IllegalStateException shuttingDown) {
-            // A signal arrived at the same moment: the hook drains and exits.
+            // The hook drains and ends the process.
             awaitForever();
         }
-        synchronized (drainLock) {
-            server.close();
-        }
-        return 0;
     }
 
     private static String readAll(BufferedReader reader) throws IOException {

@@ -143,7 +143,8 @@ public final class RouterServer implements AutoCloseable {
     }
 
     /**
-     * What a test may set about a router beyond its configuration; {@link #DEFAULTS} is what every router runs with.
+     * What a test or the engine process may set about a router beyond its configuration; {@link #DEFAULTS} is what
+     * every other router runs with.
      *
      * @param limiterClock the admission limiter's clock; null = the event loop's (tests freeze it to make the bucket
      *                     deterministic)
@@ -151,24 +152,31 @@ public final class RouterServer implements AutoCloseable {
      *                  (tests trust their own CA)
      * @param clientReadTimeout how long a client may take to send a request (tests shorten it)
      * @param transport the socket layer; null = {@link Transport#fromEnvironment()} at start (tests run each one)
+     * @param beforeListening runs once the start has waited for what it needs, just before the router port binds
+     *                        (the engine process: from here a stop signal waits for the start, see EngineStop)
      */
-    record Options(Ticker limiterClock, WorkerTls workerTls, Duration clientReadTimeout, Transport transport) {
-        static final Options DEFAULTS = new Options(null, null, ClientReadDeadline.DEFAULT, null);
+    record Options(Ticker limiterClock, WorkerTls workerTls, Duration clientReadTimeout, Transport transport,
+                   Runnable beforeListening) {
+        static final Options DEFAULTS = new Options(null, null, ClientReadDeadline.DEFAULT, null, () -> { });
 
         Options withLimiterClock(Ticker clock) {
-            return new Options(clock, workerTls, clientReadTimeout, transport);
+            return new Options(clock, workerTls, clientReadTimeout, transport, beforeListening);
         }
 
         Options withWorkerTls(WorkerTls tls) {
-            return new Options(limiterClock, tls, clientReadTimeout, transport);
+            return new Options(limiterClock, tls, clientReadTimeout, transport, beforeListening);
         }
 
         Options withClientReadTimeout(Duration timeout) {
-            return new Options(limiterClock, workerTls, timeout, transport);
+            return new Options(limiterClock, workerTls, timeout, transport, beforeListening);
         }
 
         Options withTransport(Transport chosen) {
-            return new Options(limiterClock, workerTls, clientReadTimeout, chosen);
+            return new Options(limiterClock, workerTls, clientReadTimeout, chosen, beforeListening);
+        }
+
+        Options withBeforeListening(Runnable action) {
+            return new Options(limiterClock, workerTls, clientReadTimeout, transport, action);
         }
     }
 
@@ -233,6 +241,7 @@ public final class RouterServer implements AutoCloseable {
             RouteTable routes = new RouteTable(config, workers, policies, factory, proxy, calls, metrics, limiter,
                     client, kv);
             InFlightRequests inFlight = new InFlightRequests();
+            options.beforeListening().run();
             listener = bind(group, config.host(), config.port(), routerInitializer(config, routes, inFlight, metrics,
                     options.clientReadTimeout(), connections),
                     "router");

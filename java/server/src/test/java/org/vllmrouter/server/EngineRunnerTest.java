@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.BufferedReader;
 import java.io.ByteArrayOutputStream;
+import java.io.IOException;
 import java.io.PipedInputStream;
 import java.io.PipedOutputStream;
 import java.io.PrintStream;
@@ -120,6 +121,40 @@ class EngineRunnerTest {
         // Logged before the JVM's shutdown begins, so java.util.logging's shutdown hook cannot have closed it away.
         assertTrue(Files.readString(stderr).contains("Received terminate signal, draining in-flight requests"),
                 Files.readString(stderr));
+    }
+
+    @Test
+    void aStopSignalWhileTheEngineWaitsForItsWorkersEndsItAtOnceWithZero(@TempDir Path dir) throws Exception {
+        int nobodyListens;
+        try (ServerSocket closed = new ServerSocket(0)) {
+            nobodyListens = closed.getLocalPort();
+        }
+        Map<String, Object> config = Fixture.base(List.of("http://127.0.0.1:" + nobodyListens));
+        config.put("worker_startup_timeout_secs", 600);
+        Path stderr = dir.resolve("stderr.txt");
+        Process p = spawn(ProcessBuilder.Redirect.to(stderr.toFile()));
+        try {
+            send(p, TestHttp.JSON.writeValueAsString(config));
+            // Logged as the start begins, before it waits for the worker to answer.
+            assertTrue(ResilienceTest.eventually(() -> contains(stderr, "Event loops: ")),
+                    "the engine never began its start");
+            p.destroy();
+            // Before the fix the JVM's own handling took the signal here: exit 143.
+            assertTrue(p.waitFor(10, TimeUnit.SECONDS), "the stop waited for the worker start-up timeout");
+            assertEquals(0, p.exitValue());
+        } finally {
+            p.destroyForcibly();
+        }
+        assertTrue(Files.readString(stderr).contains("Received terminate signal before the router listened; stopping"),
+                Files.readString(stderr));
+    }
+
+    private static boolean contains(Path file, String text) {
+        try {
+            return Files.readString(file).contains(text);
+        } catch (IOException e) {
+            return false;
+        }
     }
 
     @Test
@@ -362,7 +397,7 @@ class EngineRunnerTest {
     private static String text(Path file) {
         try {
             return Files.readString(file);
-        } catch (java.io.IOException e) {
+        } catch (IOException e) {
             throw new java.io.UncheckedIOException(e);
         }
     }
