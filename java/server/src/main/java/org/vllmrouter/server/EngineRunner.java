@@ -97,8 +97,7 @@ public final class EngineRunner {
             awaitForever();
         }
         stopHandling(stopSignals, drainOnShutdown);
-        stop.drain();
-        return 0;
+        return stop.drain();
     }
 
     /** The signals get their handling back and the hook goes; a shutdown already under way keeps the hook. */

@@ -80,10 +80,13 @@ final class EngineStop {
         }
     }
 
-    /** Drains the serving router for a caller that then exits (the lifeline closed); a signal's drain goes first. */
-    void drain() {
+    /**
+     * Drains the serving router for a caller that then exits (the lifeline closed) with 0, or 1 when the drain
+     * failed; a signal's drain goes first.
+     */
+    int drain() {
         synchronized (lock) {
-            closeServer();
+            return closeServer() ? 0 : 1;
         }
     }
 

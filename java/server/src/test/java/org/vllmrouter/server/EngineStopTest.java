@@ -76,6 +76,18 @@ class EngineStopTest {
     }
 
     @Test
+    void aLifelineDrainSaysWhetherItDrained() {
+        stop.binding();
+        assertTrue(stop.serving(new Server(false)));
+        assertEquals(0, stop.drain());
+        EngineStop failing = new EngineStop(exits::add);
+        failing.binding();
+        assertTrue(failing.serving(new Server(true)));
+        assertEquals(1, failing.drain());
+        assertEquals(List.of(), exits, "the caller of a lifeline drain exits by itself");
+    }
+
+    @Test
     void theJvmsShutdownDrainsAServingRouterAndLeavesAStartingOneToTheJvm() {
         stop.onShutdown();
         stop.binding();
