@@ -83,8 +83,9 @@ public final class EngineRunner {
             return report.failed(out, err, STARTUP_ERROR, "Router failed to start: " + e, 1);
         }
         if (!stop.serving(server)) {
+            int status = stop.drain();
             stopHandling(stopSignals, drainOnShutdown);
-            return 0;
+            return status;
         }
 
         report.ready(out, err, server, config);

@@ -36,18 +36,16 @@ final class EngineStop {
     }
 
     /**
-     * Hands over the started server. Returns false when a stop came while it started: the server has then been
-     * drained and the caller returns without reporting ready.
+     * Hands over the started server. Returns false when a stop came while it started: the caller then drains it
+     * ({@link #drain}) and exits without reporting ready.
      */
     boolean serving(AutoCloseable started) {
         synchronized (lock) {
             server = started;
-            if (!requested) {
-                return true;
+            if (requested) {
+                LOG.info("Draining the router a stop signal came for while it started");
             }
-            LOG.info("Draining the router a stop signal came for while it started");
-            closeServer();
-            return false;
+            return !requested;
         }
     }
 
@@ -81,8 +79,8 @@ final class EngineStop {
     }
 
     /**
-     * Drains the serving router for a caller that then exits (the lifeline closed) with 0, or 1 when the drain
-     * failed; a signal's drain goes first.
+     * Drains the router for a caller that then exits (the lifeline closed, or a stop came while it started) with 0,
+     * or 1 when the drain failed; a signal's drain goes first.
      */
     int drain() {
         synchronized (lock) {

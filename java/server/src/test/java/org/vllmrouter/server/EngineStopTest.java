@@ -50,6 +50,7 @@ class EngineStopTest {
         assertEquals(List.of(), exits, "the start was cut short after its listener bound");
         Server server = new Server(false);
         assertFalse(stop.serving(server), "a server a stop came for was reported as serving");
+        assertEquals(0, stop.drain());
         assertEquals(1, server.closes.get());
         assertEquals(List.of(), exits, "the starting thread returns its status itself");
     }
