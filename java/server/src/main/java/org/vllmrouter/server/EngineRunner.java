@@ -67,20 +67,21 @@ public final class EngineRunner {
         Thread drainOnShutdown = new Thread(stop::onShutdown, "vllm-router-shutdown");
         Runtime.getRuntime().addShutdownHook(drainOnShutdown);
         StopSignals stopSignals = StopSignals.handle(stop::onSignal);
-        RouterServer server;
+        RouterServer server = null;
         try {
             EngineLogging.configure(config);
             server = RouterServer.start(config, RouterServer.Options.DEFAULTS.withBeforeListening(stop::binding));
         } catch (ConfigException e) {
-            stopHandling(stopSignals, drainOnShutdown);
             return report.failed(out, err, CONFIG_ERROR, e.getMessage(), 2);
         } catch (RouterStartException e) {
-            stopHandling(stopSignals, drainOnShutdown);
             return report.failed(out, err, STARTUP_ERROR, e.getMessage(), 1);
         } catch (RuntimeException e) {
-            stopHandling(stopSignals, drainOnShutdown);
             LOG.log(Level.SEVERE, "Router failed to start", e);
             return report.failed(out, err, STARTUP_ERROR, "Router failed to start: " + e, 1);
+        } finally {
+            if (server == null) {
+                stopHandling(stopSignals, drainOnShutdown);
+            }
         }
         if (!stop.serving(server)) {
             int status = stop.drain();

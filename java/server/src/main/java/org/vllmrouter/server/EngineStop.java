@@ -54,7 +54,7 @@ final class EngineStop {
         synchronized (lock) {
             if (server != null) {
                 LOG.info("Received terminate signal, draining in-flight requests");
-                exit.accept(closeServer() ? 0 : 1);
+                exit.accept(drain());
             } else if (binding) {
                 LOG.info("Received terminate signal while the router starts; it drains once started");
                 requested = true;
@@ -73,30 +73,26 @@ final class EngineStop {
         synchronized (lock) {
             if (server != null) {
                 LOG.info("Shutting down, draining in-flight requests");
-                exit.accept(closeServer() ? 0 : 1);
+                exit.accept(drain());
             }
         }
     }
 
     /**
-     * Drains the router for a caller that then exits (the lifeline closed, or a stop came while it started) with 0,
-     * or 1 when the drain failed; a signal's drain goes first.
+     * Drains the router and returns the status to exit with: 0, or 1 when the drain failed. A stop signal exits with
+     * it; so does the starting thread (a stop came while it started) and the lifeline's. One drain at a time.
      */
     int drain() {
         synchronized (lock) {
-            return closeServer() ? 0 : 1;
-        }
-    }
-
-    private boolean closeServer() {
-        try {
-            server.close();
-            return true;
-        } catch (Throwable e) {
-            // Seen when the jar was overwritten in place while the router ran: the drain's first use of a class
-            // could not load it. The process must end all the same, or no later stop signal would end it.
-            LOG.log(Level.SEVERE, "Draining failed; stopping without it", e);
-            return false;
+            try {
+                server.close();
+                return 0;
+            } catch (Throwable e) {
+                // Seen when the jar was overwritten in place while the router ran: the drain's first use of a class
+                // could not load it. The process must end all the same, or no later stop signal would end it.
+                LOG.log(Level.SEVERE, "Draining failed; stopping without it", e);
+                return 1;
+            }
         }
     }
 }
