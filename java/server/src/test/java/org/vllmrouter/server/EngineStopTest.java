@@ -10,6 +10,8 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * A stop signal at each point of the engine's life: the exits it asks for and the drains it runs. The process
@@ -55,25 +57,17 @@ class EngineStopTest {
         assertEquals(List.of(), exits, "the starting thread returns its status itself");
     }
 
-    @Test
-    void aSignalOnceServingDrainsAndEndsWithZero() {
+    /** A drain that fails still ends the process, with 1: no later stop signal would end it otherwise. */
+    @ParameterizedTest(name = "drain fails: {0}")
+    @CsvSource({"false, 0", "true, 1"})
+    void aSignalOnceServingDrainsAndEndsWithTheDrainsStatus(boolean drainFails, int status) {
         stop.binding();
-        Server server = new Server(false);
+        Server server = new Server(drainFails);
         assertTrue(stop.serving(server));
         assertEquals(0, server.closes.get());
         stop.onSignal();
         assertEquals(1, server.closes.get());
-        assertEquals(List.of(0), exits);
-    }
-
-    @Test
-    void aDrainThatFailsStillEndsTheProcessWithOne() {
-        stop.binding();
-        Server server = new Server(true);
-        assertTrue(stop.serving(server));
-        stop.onSignal();
-        assertEquals(1, server.closes.get());
-        assertEquals(List.of(1), exits);
+        assertEquals(List.of(status), exits);
     }
 
     @Test
