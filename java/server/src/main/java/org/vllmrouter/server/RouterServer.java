@@ -20,6 +20,7 @@ import io.netty.handler.codec.http.cors.CorsConfigBuilder;
 import io.netty.handler.codec.http.cors.CorsHandler;
 import io.netty.handler.timeout.IdleStateHandler;
 import io.netty.util.NetUtil;
+import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import io.netty.util.concurrent.Ticker;
 import java.net.InetSocketAddress;
@@ -106,6 +107,10 @@ public final class RouterServer implements AutoCloseable {
     static final WriteBufferWaterMark CLIENT_WRITE_BUFFER = new WriteBufferWaterMark(256 * 1024, 512 * 1024);
     /** How long {@link #close()} waits for the open connections to close before it stops the event loops. */
     private static final long CONNECTIONS_CLOSE_MILLIS = 2_000;
+    /** Closing a listener takes its loop microseconds; a loop that does not do it within this has stopped. */
+    private static final long LISTENER_CLOSE_MILLIS = 1_000;
+    /** The loops' own shutdown timeout (2 s) and a margin for a busy machine. */
+    private static final long LOOPS_STOP_MILLIS = 4_000;
 
     private final RouterConfig config;
     private final EventLoopGroup group;
@@ -494,8 +499,8 @@ public final class RouterServer implements AutoCloseable {
             closed = true;
         }
         inFlight.drain();
-        listener.close().syncUninterruptibly();
-        metricsListener.close().syncUninterruptibly();
+        awaitLoop(listener.close(), LISTENER_CLOSE_MILLIS, "The router port's listener did not close");
+        awaitLoop(metricsListener.close(), LISTENER_CLOSE_MILLIS, "The metrics port's listener did not close");
         long deadline = System.nanoTime() + drainTimeout.toNanos();
         while (inFlight.count() > 0 && System.nanoTime() - deadline < 0) {
             try {
@@ -517,7 +522,25 @@ public final class RouterServer implements AutoCloseable {
         proxy.close();
         policies.close();
         closeAll(connections);
-        group.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
+        Future<?> stopped = group.shutdownGracefully(0, 2, TimeUnit.SECONDS);
+        if (!stopped.awaitUninterruptibly(LOOPS_STOP_MILLIS)) {
+            throw new IllegalStateException("The router's event loops did not stop within " + LOOPS_STOP_MILLIS
+                    + " ms: one of them no longer runs its tasks");
+        }
+        stopped.syncUninterruptibly();
+    }
+
+    /**
+     * Waits for a step of the close that an event loop carries out, and rethrows its failure. A loop that no longer
+     * runs its tasks (held, or its thread ended by an Error such as a class its jar no longer holds) never carries it
+     * out, so the wait is bounded: the close goes on, and ends by reporting that the loops did not stop.
+     */
+    private static void awaitLoop(Future<?> step, long millis, String unfinished) {
+        if (step.awaitUninterruptibly(millis)) {
+            step.syncUninterruptibly();
+        } else {
+            LOG.warning(unfinished + " within " + millis + " ms; closing the rest");
+        }
     }
 
     /**
