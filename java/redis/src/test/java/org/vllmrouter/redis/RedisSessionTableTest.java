@@ -68,7 +68,10 @@ class RedisSessionTableTest extends SessionTableOnRedisTests {
             acceptor.start();
             SessionStoreException failure = assertThrows(SessionStoreException.class,
                     () -> RedisSessionStore.open("redis://127.0.0.1:" + closer.getLocalPort(), TTL, clock::get));
-            assertEquals("Session store redis://127.0.0.1:" + closer.getLocalPort() + ": Connection closed prematurely",
+            // Which of Lettuce's two messages for that race the last attempt ends with is the race's to decide.
+            String shown = "Session store redis://127.0.0.1:" + closer.getLocalPort() + ": ";
+            assertTrue(failure.getMessage().equals(shown + "Connection closed prematurely")
+                    || failure.getMessage().equals(shown + "RedisHandshakeHandler not registered"),
                     failure.getMessage());
             assertEquals(4, accepted.get(), "connection attempts");
         }
