@@ -32,13 +32,7 @@ class ListenerTest {
         try (MockWorkers mock = MockWorkers.start(MockConfig.builder().count(1).build());
              RouterServer router = Fixture.start(Fixture.base(mock.urls()))) {
             // Hold the accepting loop, so every connection made meanwhile has to wait in the kernel's queue.
-            CountDownLatch holding = new CountDownLatch(1);
-            CountDownLatch release = new CountDownLatch(1);
-            router.listener().eventLoop().execute(() -> {
-                holding.countDown();
-                await(release);
-            });
-            holding.await();
+            HeldLoop held = HeldLoop.hold(router.listener().eventLoop());
             try {
                 for (int i = 0; i < AT_ONCE; i++) {
                     Socket client = new Socket();
@@ -47,7 +41,7 @@ class ListenerTest {
                     client.connect(new InetSocketAddress("127.0.0.1", router.port()), 2_000);
                 }
             } finally {
-                release.countDown();
+                held.release();
             }
             // Once accepted, the last one queued is served like any other.
             Socket last = clients.get(clients.size() - 1);

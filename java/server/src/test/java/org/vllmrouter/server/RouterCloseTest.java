@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -23,13 +22,7 @@ class RouterCloseTest {
     void aCloseWhoseEventLoopIsHeldEndsWithAnErrorInsteadOfWaitingForever() throws Exception {
         try (MockWorkers mock = MockWorkers.start(MockConfig.builder().count(1).build());
              RouterServer router = Fixture.start(Fixture.base(mock.urls()))) {
-            CountDownLatch holding = new CountDownLatch(1);
-            CountDownLatch release = new CountDownLatch(1);
-            router.listener().eventLoop().execute(() -> {
-                holding.countDown();
-                awaitUninterruptibly(release);
-            });
-            assertTrue(holding.await(10, TimeUnit.SECONDS));
+            HeldLoop held = HeldLoop.hold(router.listener().eventLoop());
             try {
                 CompletableFuture<Void> closing = CompletableFuture.runAsync(router::close);
                 ExecutionException failed = assertThrows(ExecutionException.class,
@@ -38,23 +31,8 @@ class RouterCloseTest {
                 assertTrue(failed.getCause().getMessage().contains("event loops did not stop"),
                         failed.getCause().getMessage());
             } finally {
-                release.countDown();
+                held.release();
             }
-        }
-    }
-
-    private static void awaitUninterruptibly(CountDownLatch latch) {
-        boolean interrupted = false;
-        while (true) {
-            try {
-                latch.await();
-                break;
-            } catch (InterruptedException e) {
-                interrupted = true;
-            }
-        }
-        if (interrupted) {
-            Thread.currentThread().interrupt();
         }
     }
 }
