@@ -8,15 +8,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.Example;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
-import net.jqwik.api.constraints.IntRange;
+import org.junit.jupiter.api.Test;
+import org.vllmrouter.core.property.Generator;
+import org.vllmrouter.core.property.Property;
 import org.vllmrouter.core.session.SessionIdExtractor;
 
 /**
@@ -35,7 +32,7 @@ class SessionConfigPropertyTest {
         assertFalse(e.getMessage().contains("\n"), e.getMessage());
     }
 
-    @Example
+    @Test
     void theDefaultsAreUpstreamsSources() {
         RouterConfig c = RouterConfig.defaults();
         assertEquals(SessionIdExtractor.SESSION_HEADERS, c.sessionIdHeaders());
@@ -43,82 +40,84 @@ class SessionConfigPropertyTest {
         assertEquals(1_000_000, c.maxSessions());
     }
 
-    @Example
+    @Test
     void emptyListsAreValid() throws Exception {
         RouterConfig c = read(Map.of("session_id_headers", List.of(), "session_id_body_fields", List.of()));
         assertDoesNotThrow(c::validate);
     }
 
-    @Property(tries = 200)
-    void anyListValidationAcceptsBuildsAnExtractor(@ForAll("names") List<String> headers,
-                                                   @ForAll("names") List<String> fields) throws Exception {
-        RouterConfig c = read(Map.of("session_id_headers", headers, "session_id_body_fields", fields));
-        try {
-            c.validate();
-        } catch (ConfigException e) {
-            assertTrue(e.getMessage().startsWith(ConfigValidator.PREFIX + "Invalid value for field 'session_id_"),
+    /** The path and header shapes validation must judge; each is also tried alone. */
+    private static final List<String> NAME_SHAPES =
+            List.of("", ".", "a.", ".a", "a..b", "a.b.c", "x y", "x:y", "x\r\ny", "é");
+
+    /** Names of every sort: token-like, any text, and the shapes above. */
+    private static final Generator<List<String>> NAMES = Generator.oneOf(
+            Generator.strings(Generator.ASCII_LETTERS + "-_.", 0, 12),
+            Generator.anyText(6),
+            Generator.elements(NAME_SHAPES).withEdgeCases(NAME_SHAPES))
+            .lists(0, 4);
+
+    @Test
+    void anyListValidationAcceptsBuildsAnExtractor() {
+        Property.forAll(200, NAMES, NAMES, (headers, fields) -> {
+            RouterConfig c = read(Map.of("session_id_headers", headers, "session_id_body_fields", fields));
+            try {
+                c.validate();
+            } catch (ConfigException e) {
+                assertTrue(e.getMessage().startsWith(ConfigValidator.PREFIX + "Invalid value for field 'session_id_"),
+                        e.getMessage());
+                assertFalse(e.getMessage().contains("\n"), e.getMessage());
+                return;
+            }
+            assertDoesNotThrow(() -> new SessionIdExtractor(c.sessionIdHeaders(), c.sessionIdBodyFields()));
+        });
+    }
+
+    private static final Generator<String> NOT_TOKENS = Generator.anyText(10)
+            .filter(s -> s.isEmpty() || !s.chars().allMatch(ch -> Character.isLetterOrDigit(ch) && ch < 128
+                    || "!#$%&'*+-.^_`|~".indexOf(ch) >= 0));
+
+    @Test
+    void headerNamesOutsideTheTokenAlphabetAreRejected() {
+        Property.forAll(200, NOT_TOKENS, name -> {
+            RouterConfig c = read(Map.of("session_id_headers", List.of("x-session-id", name)));
+            ConfigException e = assertThrows(ConfigException.class, c::validate);
+            assertOneLineNaming("session_id_headers", e);
+        });
+    }
+
+    @Test
+    void maxSessionsBelowOneIsRejected() {
+        Property.forAll(200, Generator.ints(Integer.MIN_VALUE, 0), max -> {
+            RouterConfig c = read(Map.of("max_sessions", max));
+            ConfigException e = assertThrows(ConfigException.class, c::validate);
+            assertEquals(ConfigValidator.PREFIX + "Invalid value for field 'max_sessions': " + max + " - Must be > 0",
                     e.getMessage());
-            assertFalse(e.getMessage().contains("\n"), e.getMessage());
-            return;
-        }
-        assertDoesNotThrow(() -> new SessionIdExtractor(c.sessionIdHeaders(), c.sessionIdBodyFields()));
+        });
     }
 
-    @Provide
-    Arbitrary<List<String>> names() {
-        Arbitrary<String> name = Arbitraries.oneOf(
-                Arbitraries.strings().alpha().withChars("-_.").ofMaxLength(12),
-                Arbitraries.strings().all().ofMaxLength(6),
-                Arbitraries.of("", ".", "a.", ".a", "a..b", "a.b.c", "x y", "x:y", "x\r\ny", "é"));
-        return name.list().ofMaxSize(4);
-    }
+    private static final Generator<String> SESSION_FIELDS =
+            Generator.elements("session_id_headers", "session_id_body_fields", "max_sessions");
 
-    @Property(tries = 200)
-    void headerNamesOutsideTheTokenAlphabetAreRejected(@ForAll("notTokens") String name) throws Exception {
-        RouterConfig c = read(Map.of("session_id_headers", List.of("x-session-id", name)));
-        ConfigException e = assertThrows(ConfigException.class, c::validate);
-        assertOneLineNaming("session_id_headers", e);
-    }
-
-    @Provide
-    Arbitrary<String> notTokens() {
-        return Arbitraries.strings().all().ofMaxLength(10)
-                .filter(s -> s.isEmpty() || !s.chars().allMatch(ch -> Character.isLetterOrDigit(ch) && ch < 128
-                        || "!#$%&'*+-.^_`|~".indexOf(ch) >= 0));
-    }
-
-    @Property(tries = 200)
-    void maxSessionsBelowOneIsRejected(@ForAll @IntRange(min = Integer.MIN_VALUE, max = 0) int max) throws Exception {
-        RouterConfig c = read(Map.of("max_sessions", max));
-        ConfigException e = assertThrows(ConfigException.class, c::validate);
-        assertEquals(ConfigValidator.PREFIX + "Invalid value for field 'max_sessions': " + max + " - Must be > 0",
-                e.getMessage());
-    }
+    /** JSON values of every type but the right one (except a whole number, right for max_sessions), null included. */
+    private static final Generator<Object> WRONG_TYPES = Generator.oneOf(
+            Generator.anyText(8),
+            Generator.finiteDoubles(),
+            Generator.booleans(),
+            Generator.constant(Map.of("a", 1)),
+            Generator.ints(Integer.MIN_VALUE, Integer.MAX_VALUE).lists(1, 3),
+            Generator.constant(null));
 
     /** A value of the wrong JSON type for a session setting is an error naming the field, whatever the value. */
-    @Property(tries = 200)
-    void wrongJsonTypesNameTheField(@ForAll("wrongTypes") Object value, @ForAll("sessionFields") String field) {
-        if (field.equals("max_sessions") && value instanceof Integer) {
-            return;
-        }
-        ConfigException e = assertThrows(ConfigException.class,
-                () -> RouterConfig.fromJson(JSON.writeValueAsString(java.util.Collections.singletonMap(field, value))));
-        assertOneLineNaming(field, e);
-    }
-
-    @Provide
-    Arbitrary<String> sessionFields() {
-        return Arbitraries.of("session_id_headers", "session_id_body_fields", "max_sessions");
-    }
-
-    @Provide
-    Arbitrary<Object> wrongTypes() {
-        return Arbitraries.oneOf(
-                Arbitraries.strings().ofMaxLength(8).map(s -> (Object) s),
-                Arbitraries.doubles().map(d -> (Object) d),
-                Arbitraries.of(true, false).map(b -> (Object) b),
-                Arbitraries.just(Map.of("a", 1)).map(m -> (Object) m),
-                Arbitraries.integers().list().ofMinSize(1).ofMaxSize(3).map(l -> (Object) l),
-                Arbitraries.just((Object) null));
+    @Test
+    void wrongJsonTypesNameTheField() {
+        Property.forAll(200, WRONG_TYPES, SESSION_FIELDS, (value, field) -> {
+            if (field.equals("max_sessions") && value instanceof Integer) {
+                return;
+            }
+            ConfigException e = assertThrows(ConfigException.class,
+                    () -> RouterConfig.fromJson(JSON.writeValueAsString(Collections.singletonMap(field, value))));
+            assertOneLineNaming(field, e);
+        });
     }
 }

@@ -14,13 +14,9 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.Example;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
-import net.jqwik.api.constraints.IntRange;
+import org.junit.jupiter.api.Test;
+import org.vllmrouter.core.property.Generator;
+import org.vllmrouter.core.property.Property;
 
 /**
  * The fast skips of integer arrays and of plain string text change nothing but speed: on generated bodies, well-formed
@@ -37,10 +33,8 @@ class FastSkipJsonFactoryTest {
             "12345678901234567890123", ",", ",", ",", ", ", ",\t", " ", "\t", "\n", "\r\n", ",,", "]", "[", "[1,2]",
             "01", "-", "+1", "1.5", "1e5", "2E-3", "0.0", "-01", "1x", "\"id\"", "true", "null", "{\"a\":1}", "{");
 
-    @Provide
-    Arbitrary<String> arrayContent() {
-        return Arbitraries.of(PIECES).list().ofMaxSize(40).map(pieces -> String.join("", pieces));
-    }
+    private static final Generator<String> ARRAY_CONTENT =
+            Generator.elements(PIECES).lists(0, 40).map(pieces -> String.join("", pieces));
 
     /**
      * Pieces of string content, as bytes: plain runs of several lengths (so that the eight-byte steps start and stop
@@ -55,51 +49,51 @@ class FastSkipJsonFactoryTest {
             new byte[] {(byte) 0x80}, new byte[] {(byte) 0xc3}, new byte[] {(byte) 0xe2, (byte) 0x82},
             new byte[] {(byte) 0xff}, new byte[] {(byte) 0xf0, 0x41});
 
-    @Provide
-    Arbitrary<byte[]> stringContent() {
-        return Arbitraries.of(STRING_PIECES).list().ofMaxSize(30).map(FastSkipJsonFactoryTest::concat);
+    private static final Generator<byte[]> STRING_CONTENT =
+            Generator.elements(STRING_PIECES).lists(0, 30).map(FastSkipJsonFactoryTest::concat);
+
+    private static final Generator<String> TOKEN_IDS = Generator.ints(0, 200_000).lists(0, 300)
+            .map(ids -> ids.stream().map(String::valueOf).reduce((a, b) -> a + "," + b).orElse(""));
+
+    /** Where a document is cut, as a share of its length: 100 keeps it whole. */
+    private static final Generator<Integer> CUT_PERCENT = Generator.ints(0, 100);
+
+    @Test
+    void skippingArraysGivesJacksonsTokensPlacesAndErrors() {
+        Property.forAll(10_000, ARRAY_CONTENT, ARRAY_CONTENT, CUT_PERCENT, (first, second, cutPercent) -> {
+            byte[] whole = bytes("{\"model\":\"m\",\"token_ids\":[" + first + "],\"sampling_params\":{\"n\":1},"
+                    + "\"batch\":[[" + second + "]," + first + "],\"input\":{\"ids\":[" + second + "]}}");
+            // Some documents end early: inside a number, after a comma, before a closing bracket.
+            int length = cutPercent == 100 ? whole.length : whole.length * cutPercent / 100;
+            assertEquals(walk(JACKSON, whole, 3, length), walk(FAST, whole, 3, length));
+        });
     }
 
-    @Provide
-    Arbitrary<String> tokenIds() {
-        return Arbitraries.integers().between(0, 200_000).list().ofMaxSize(300)
-                .map(ids -> ids.stream().map(String::valueOf).reduce((a, b) -> a + "," + b).orElse(""));
+    @Test
+    void wellFormedTokenIdsAreSkippedToTheirEnd() {
+        Property.forAll(300, TOKEN_IDS, ids -> {
+            // Top-level, batched (nested arrays) and inside an object.
+            for (String value : List.of("[" + ids + "]", "[[" + ids + "],[" + ids + "]]", "{\"ids\":[" + ids + "]}")) {
+                byte[] doc = bytes("{\"token_ids\":" + value + ",\"model\":\"m\"}");
+                List<String> tokens = walk(FAST, doc, 0, doc.length);
+                assertEquals(walk(JACKSON, doc, 0, doc.length), tokens);
+                assertTrue(tokens.contains("FIELD_NAME model"), tokens.toString());
+            }
+        });
     }
 
-    @Property(tries = 10000)
-    void skippingArraysGivesJacksonsTokensPlacesAndErrors(@ForAll("arrayContent") String first,
-                                                          @ForAll("arrayContent") String second,
-                                                          @ForAll @IntRange(min = 0, max = 100) int cutPercent) {
-        byte[] whole = bytes("{\"model\":\"m\",\"token_ids\":[" + first + "],\"sampling_params\":{\"n\":1},"
-                + "\"batch\":[[" + second + "]," + first + "],\"input\":{\"ids\":[" + second + "]}}");
-        // Some documents end early: inside a number, after a comma, before a closing bracket.
-        int length = cutPercent == 100 ? whole.length : whole.length * cutPercent / 100;
-        assertEquals(walk(JACKSON, whole, 3, length), walk(FAST, whole, 3, length));
-    }
-
-    @Property(tries = 300)
-    void wellFormedTokenIdsAreSkippedToTheirEnd(@ForAll("tokenIds") String ids) {
-        // Top-level, batched (nested arrays) and inside an object.
-        for (String value : List.of("[" + ids + "]", "[[" + ids + "],[" + ids + "]]", "{\"ids\":[" + ids + "]}")) {
-            byte[] doc = bytes("{\"token_ids\":" + value + ",\"model\":\"m\"}");
-            List<String> tokens = walk(FAST, doc, 0, doc.length);
-            assertEquals(walk(JACKSON, doc, 0, doc.length), tokens);
-            assertTrue(tokens.contains("FIELD_NAME model"), tokens.toString());
-        }
-    }
-
-    @Property(tries = 10000)
-    void skippingStringsGivesJacksonsTokensPlacesAndErrors(@ForAll("stringContent") byte[] first,
-                                                           @ForAll("stringContent") byte[] second,
-                                                           @ForAll @IntRange(min = 0, max = 100) int cutPercent) {
-        byte[] whole = concat(List.of(bytes("{\"model\":\""), first, bytes("\",\"messages\":[{\"content\":\""), second,
-                bytes("\"},\""), first, bytes("\"],\""), second, bytes("\":\"\"}")));
-        int length = cutPercent == 100 ? whole.length : whole.length * cutPercent / 100;
-        assertEquals(walkEveryToken(JACKSON, whole, 2, length), walkEveryToken(FAST, whole, 2, length));
+    @Test
+    void skippingStringsGivesJacksonsTokensPlacesAndErrors() {
+        Property.forAll(10_000, STRING_CONTENT, STRING_CONTENT, CUT_PERCENT, (first, second, cutPercent) -> {
+            byte[] whole = concat(List.of(bytes("{\"model\":\""), first, bytes("\",\"messages\":[{\"content\":\""),
+                    second, bytes("\"},\""), first, bytes("\"],\""), second, bytes("\":\"\"}")));
+            int length = cutPercent == 100 ? whole.length : whole.length * cutPercent / 100;
+            assertEquals(walkEveryToken(JACKSON, whole, 2, length), walkEveryToken(FAST, whole, 2, length));
+        });
     }
 
     /** Every byte value, alone and beside every other, at every place in an eight-byte step. */
-    @Example
+    @Test
     void aStepPassesExactlyTheBytesJacksonsStringLoopPasses() {
         int[] jacksonCodes = CharTypes.getInputCodeUtf8();
         for (int b = 0; b < 256; b++) {
@@ -118,7 +112,7 @@ class FastSkipJsonFactoryTest {
         }
     }
 
-    @Example
+    @Test
     void aLongPlainRunIsPassedInStepsUpToTheFirstByteJacksonActsOn() {
         byte[] text = bytes("\"" + "x".repeat(21) + "\\n tail\"");
         // From 1 (after the opening quote): steps at 1, 9 and 17; the one at 17 holds the backslash at 22.
@@ -128,7 +122,7 @@ class FastSkipJsonFactoryTest {
     }
 
     /** Found by the property: Jackson's errors name the last token read, here the integer before the cut. */
-    @Example
+    @Test
     void anInputCutAfterSkippedIntegersFailsAsJacksonsDoes() {
         for (String doc : List.of("{\"t\":[1,-", "{\"t\":[1,2", "{\"t\":[1,2 ", "{\"t\":[7,01]}", "{\"t\":[7 8]}")) {
             byte[] b = bytes(doc);
@@ -138,7 +132,7 @@ class FastSkipJsonFactoryTest {
         }
     }
 
-    @Example
+    @Test
     void aByteOrderMarkAndOtherEncodingsAreJacksons() {
         byte[] bom = concat(List.of(new byte[] {(byte) 0xef, (byte) 0xbb, (byte) 0xbf}, bytes("{\"a\":[1,2, 3]} x")));
         assertEquals(walk(JACKSON, bom, 0, bom.length), walk(FAST, bom, 0, bom.length));
