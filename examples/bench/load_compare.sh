@@ -30,13 +30,14 @@
 # and are warmed, then each level is measured in ROUNDS rounds of one DURATION_S window per arm, the
 # arms' order rotated every round; a round plays the part of a run in the report, whose paired ratios
 # (the median over rounds of an arm's value over HAProxy's in the same round, for CPU, req/s and
-# each latency percentile from p50 to p99.9) then compare windows seconds apart. On this shared 2-core machine a window's req/s and p99 move by 20-40% from one window
-# to the next for the same warm proxy, for HAProxy as for ours; runs minutes apart cannot see a
-# 10% difference through that, adjacent windows can.
+# each latency percentile from p50 to p99.9) then compare windows seconds apart. On a shared machine a
+# window's req/s and p99 move a lot from one window to the next for the same warm proxy, for HAProxy as
+# for ours; runs minutes apart cannot see a small difference through that, adjacent windows can
+# (docs/perf/load-compare.md).
 #
 # RUNS > 1 (without ROUNDS) repeats the whole arm list (runs interleave arms, so a slow minute hits every arm alike), in
-# reverse order on every second run: an arm that follows another JVM arm measured slower than the same
-# arm run first (seen 4 times in 5), so with an even RUNS each arm takes each place equally often; the
+# reverse order on every second run: an arm that follows another JVM arm can measure slower than the same
+# arm run first, so with an even RUNS each arm takes each place equally often; the
 # report gives the median of the runs and ratios against HAProxy, and draws a PNG (latency percentiles,
 # CPU per request and RSS per arm) next to the text output when matplotlib is importable.
 #
@@ -46,12 +47,9 @@
 #   ARMS ["direct haproxy haproxy-1t nginx-hash rust router"]   CONCURRENCIES ["16 64"]   RUNS [1]   ROUNDS [0]
 #   BACKEND [nginx]      nginx | mock
 #   ARM_WARMUP_S [240]   warm-up of a JVM arm (router*), not measured. On a busy machine the JIT's
-#                        compiler threads wait for CPU and 40 s can leave the router partly interpreted
-#                        (seen: 3-8x its steady CPU per request at load 15). On the quiet 2-core host the
-#                        JIT still refines the proxy path for minutes: after 40 s a router's p99 was 1.25x
-#                        (c=16) and 1.21x (c=64) HAProxy's in paired rounds, and its CPU per request 0.98x;
-#                        after another 3 minutes of load, 0.81x, 1.09x and 0.82-0.95x, level with a
-#                        router that had run for 25 minutes.
+#                        compiler threads wait for CPU and a short warm-up can leave the router partly
+#                        interpreted; even on a quiet host the JIT refines the proxy path for minutes
+#                        (docs/perf/load-compare.md).
 #   LEVEL_WARMUP_S [5]   warm-up run before each measured level (and the whole warm-up of other arms)
 #   WARMUP_CHUNK_S [10]  an arm's warm-up is split into wrk runs of at most this long, cycling through
 #                        CONCURRENCIES, so that connection set-up and close are warm as well
@@ -80,10 +78,7 @@
 #                        session is one scheduling group, as heavy as any other, so this decides who gets a
 #                        CPU: in one session the threads compete one by one, in sessions of their own program
 #                        by program. 0 is how a trainer runs the router (its child, in its session) and what
-#                        earlier results used. The choice moves the result: at 64 connections, 6 paired rounds
-#                        each, our router served 0.94x HAProxy's requests/s with 0 and 0.98x with 1, and the
-#                        backends spent 13.6 and 11.8 us a request behind it, against 10.7 and 10.9 behind
-#                        HAProxy (see docs/architecture.md).
+#                        earlier results used. The choice moves the result (docs/perf/event-loops.md).
 #
 # Quick check:  ARM_WARMUP_S=3 LEVEL_WARMUP_S=1 DURATION_S=3 ARMS="direct haproxy router" examples/bench/load_compare.sh
 set -euo pipefail
@@ -389,8 +384,8 @@ if "$BODY_SHAPE" == "token_ids" then
 else
   body = '{"model":"mock","max_tokens":8,"prompt":"' .. string.rep("x", math.max(0, $BODY_BYTES - 60)) .. '"}'
 end
--- One request per session id, built once: formatting the 2 KiB request on every call took half of
--- wrk's CPU, on a 2-core host where wrk shares the CPUs with the proxy under test and its backends.
+-- One request per session id, built once: formatting the request on every call costs wrk CPU that it
+-- shares with the proxy under test and its backends (docs/perf/load-compare.md).
 local built = {}
 local thread_seed = os.time()
 
@@ -451,8 +446,7 @@ for i in range(WARM + 200):
         ttfb.append(first)
 # Relaying a large answer runs the proxy's backpressure path (the client's buffer fills, reads pause and resume),
 # which no load level or small answer reaches: in a JIT-compiled proxy the first large answers run it before it is
-# compiled. Seen for ours after 60 s of load and the 2,000 small answers: the first three at 966-1,067 MiB/s and
-# 960-1,280 ms of CPU a GiB, the next three at 1,497-1,792 MiB/s and 400-600 ms a GiB.
+# compiled, so the first ones are not measured (docs/perf/load-compare.md).
 WARM_LARGE, MEASURED_LARGE = 3, 5
 rates = []
 for i in range(WARM_LARGE + MEASURED_LARGE):
@@ -522,8 +516,7 @@ warm_arm() {
   # Several runs, cycling through the measured concurrencies: each run opens and closes its
   # connections, and the JIT has to see those paths too. After a single long run they were first
   # taken in the measured level, whose first seconds then held a burst of deoptimizations and
-  # recompiles (seen with -XX:+LogCompilation: 179 compiles and 63 traps in 10 s, against 18 and
-  # none in the 10 s before; with the warm-up in 10 s runs, a handful).
+  # recompiles (docs/perf/load-compare.md).
   local levels=($CONCURRENCIES) chunk left
   for ((chunk = 0; chunk * WARMUP_CHUNK_S < warmup; chunk++)); do
     left=$((warmup - chunk * WARMUP_CHUNK_S))

@@ -22,7 +22,7 @@ over keep-alive connections with HTTP/1.1 pipelining, to a router started with -
 live sessions and the engine's RSS every --report-secs: once the table is full, every new id evicts
 one. The RSS then grows only while the JVM grows its heap (its default limit is a quarter of the
 machine's memory) and levels off at the limit; VLLM_ROUTER_JVM_OPTS=-Xmx192m shows that within a
-run (about 305 MiB, flat from about 900,000 ids on).
+run (recorded runs: docs/perf/memory.md).
 
     make engine-jar python-install
     python examples/bench/soak.py --minutes 2

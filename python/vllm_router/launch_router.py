@@ -59,7 +59,7 @@ def command_main(argv: Optional[List[str]] = None) -> None:
     """The `vllm-router` command: `main()`, except that on CPython the engine JVM takes this
     process's place (exec) once the flags are checked.
 
-    The router is then one process: no Python interpreter beside the engine (16 MiB resident),
+    The router is then one process: no Python interpreter beside the engine holds memory,
     and signals reach the engine itself, which drains on SIGTERM/SIGINT and exits 0. What the
     command prints and its exit statuses stay upstream's (the engine prints the `Router:` and
     `Dashboard:` lines, or `Error starting router: ...` and exits 1). Without memfd (not Linux)

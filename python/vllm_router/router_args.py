@@ -42,8 +42,8 @@ DEFAULT_SESSION_ID_BODY_FIELDS = ["session_params.session_id", "user", "session_
 
 
 def __getattr__(name: str):
-    # `logger` is created on first use: importing logging costs ~75 ms under GraalPy, and a
-    # launch only logs for PD policy notes. It stays a module attribute (upstream's tests patch it).
+    # `logger` is created on first use: GraalPy interprets every import (docs/perf/startup.md),
+    # and a launch only logs for PD policy notes. It stays a module attribute (upstream's tests patch it).
     if name == "logger":
         import logging
 

@@ -1,22 +1,17 @@
-"""The engine's AOT class cache (JDK 25+, JEPs 483/514): roughly halves the JVM's start-up.
+"""The engine's AOT class cache (JDK 25+, JEPs 483/514): a shorter JVM start-up
+(docs/perf/startup.md has the figures).
 
-Measured here (2 busy cores, `serve` until its ready line): about 1.8 s without the cache and
-0.9-1.1 s with it. The cache is made by a separate training run, never by the user's router:
-a training JVM starts noticeably slower and spends many seconds assembling the cache when it
-exits, which would delay both start-up and shutdown. So the first `start_engine` that finds no
-cache starts a detached builder (`python -m vllm_router.bridge.class_cache`) and goes on
-without it; `make` builds the cache right after installing the package.
+The cache is made by a separate training run, never by the user's router: a training JVM starts
+slower and spends seconds assembling the cache when it exits, which would delay both start-up
+and shutdown. So the first `start_engine` that finds no cache starts a detached builder
+(`python -m vllm_router.bridge.class_cache`) and goes on without it; `make` builds the cache
+right after installing the package.
 
 The training run proxies a multi-turn workload (completions, then chat; X-Session-ID on every
 turn, /finish_session at each session's end) through sticky_least_loaded to two mock workers, so
-the cache also holds the proxy path's classes and the JIT's profiles of it (JEP 515). Measured
-against a cache trained on start-up alone (c=64, 2 KiB prompts, two interleaved pairs, each
-router 20 s into load): C2 compiled for 0.6 instead of 1.6 s over the next 30 s, the profiled
-code took 2.8 instead of 4.5 MB, and requests a second were 3% and 22% higher. The first proxied
-request takes 10 instead of 39 ms (median of 5 starts). The JIT front-loads its work: the first
-500 requests took 654 against 604 ms in all, and after 100 s of load the pairs went both ways;
-load_compare (40 s of warm-up) measured no difference beyond its noise. The cache is 32.8 against
-29.6 MB, 2 MiB more resident idle. The build takes about 18 s instead of 5.
+the cache also holds the proxy path's classes and the JIT's profiles of it (JEP 515): a router
+compiles less once load starts and serves its first proxied requests sooner, for a slightly
+larger cache and a longer build than a cache trained on start-up alone (docs/perf/startup.md).
 
 The cache is keyed by the Java runtime, the jar (path, size, mtime) and the JVM options, lives
 in the user's cache directory, and is written under a temporary name then renamed, so a JVM never
@@ -55,7 +50,7 @@ MIN_JAVA_MAJOR_FOR_AOT_CACHE = 25
 QUIET_AOT_LOGGING = ["-Xlog:aot=off", "-Xlog:cds=off"]
 # A builder that has not finished by then is presumed dead; another may take over.
 STALE_BUILD_SECS = 600
-# Caches kept per runtime and jar location, one per set of JVM options (about 30 MB each).
+# Caches kept per runtime and jar location, one per set of JVM options (each tens of MB).
 MAX_OPTION_SETS = 3
 TRAINING_READY_TIMEOUT_SECS = 120
 # The training run's traffic: multi-turn sessions with X-Session-ID, each released with
@@ -82,8 +77,8 @@ def cache_path(java: JavaRuntime, jar: Path, base_options: List[str]) -> Optiona
 
 
 def _digest(*parts: str) -> str:
-    # zlib rather than hashlib, which loads OpenSSL: 3.6 MiB of the launcher's 20 MiB resident set
-    # for a name that only has to change when its parts do (and a cache the JVM cannot use is
+    # zlib rather than hashlib, which loads OpenSSL, a large part of the launcher's resident set
+    # (docs/perf/memory.md), for a name that only has to change when its parts do (and a cache the JVM cannot use is
     # ignored by the JVM).
     data = "\0".join(parts).encode()
     return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"

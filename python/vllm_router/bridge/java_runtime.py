@@ -125,7 +125,7 @@ def _release_properties(executable: str) -> dict:
 
 
 def _major_version(executable: str) -> Optional[int]:
-    # The release file answers without starting a JVM (about 100 ms saved per start).
+    # The release file answers without starting a JVM, which every start would otherwise pay for.
     version = _release_properties(executable).get("JAVA_VERSION")
     if version is None:
         version = _version_from_running(executable)

@@ -103,7 +103,7 @@ class EngineProcess:
         return json.loads(self._admin_request("GET", "/sessions"))
 
     def _admin_request(self, method: str, path: str, body: Optional[bytes] = None) -> bytes:
-        # Imported here: urllib.request costs tens of ms, and the blocking launch_router path
+        # Imported here: urllib.request is a costly import, and the blocking launch_router path
         # never needs it.
         import urllib.error
         import urllib.request

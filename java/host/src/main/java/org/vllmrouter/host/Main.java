@@ -27,7 +27,7 @@ public final class Main implements Runnable {
     private CommandLine.Model.CommandSpec spec;
 
     public static void main(String[] args) {
-        // Start-up is what users wait for, and Picocli's set-up costs a cold JVM about 0.3 s: the
+        // Start-up is what users wait for, and Picocli's set-up is costly in a cold JVM: the
         // argv shapes that start a router go straight to their command. Every argument of `launch`
         // belongs to argparse and every argument of `python` to its program; `serve --config -` is
         // how the Python package starts the engine, `serve --config FILE --report upstream` how its

@@ -22,9 +22,9 @@ import java.util.concurrent.ConcurrentHashMap;
 public final class KvIndex {
 
     /**
-     * A block costs about 64 bytes, plus about 60 for each source that holds it (its engine-hash
-     * anchor): a million blocks held by two workers each is about 200 MB. A GPU holds tens of
-     * thousands of blocks, so this fits dozens of workers.
+     * A block costs an entry, plus one engine-hash anchor for each source that holds it
+     * (docs/perf/memory.md has the sizes). A GPU holds tens of thousands of blocks, so this fits
+     * dozens of workers.
      */
     public static final long DEFAULT_BLOCK_BUDGET = 1_000_000;
 
