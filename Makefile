@@ -57,7 +57,7 @@ browser:
 		$(SUDO) apt-get update && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y chromium chromium-driver; \
 	fi
 
-# The JVM's AOT class cache for the installed engine (about halves router start-up). Without
+# The JVM's AOT class cache for the installed engine (it shortens router start-up). Without
 # it the first router start builds it in the background; building it here keeps that out of
 # timed runs. Skipped when the package has no engine (the tests then fail and say why).
 class-cache:
