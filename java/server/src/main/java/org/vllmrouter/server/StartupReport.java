@@ -3,7 +3,8 @@ package org.vllmrouter.server;
 import java.io.PrintStream;
 import java.time.LocalDateTime;
 import java.time.format.DateTimeFormatter;
-import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.settings.AuthSettings;
+import org.vllmrouter.core.settings.ServerSettings;
 import org.vllmrouter.server.http.Json;
 
 /** How {@link EngineRunner} tells whoever started it that the router serves, or why it does not. */
@@ -15,7 +16,8 @@ public enum StartupReport {
      */
     JSON_EVENT {
         @Override
-        void ready(PrintStream out, PrintStream err, RouterServer server, RouterConfig config) {
+        void ready(PrintStream out, PrintStream err, RouterServer server, ServerSettings listener,
+                   AuthSettings auth) {
             out.println(Json.object(g -> {
                 g.writeStringField("event", "ready");
                 g.writeStringField("url", server.url());
@@ -45,9 +47,10 @@ public enum StartupReport {
      */
     UPSTREAM_LAUNCHER {
         @Override
-        void ready(PrintStream out, PrintStream err, RouterServer server, RouterConfig config) {
-            String url = clientUrl(config.host(), server.port());
-            boolean locked = config.adminApiKey() != null && !config.adminApiKey().isEmpty();
+        void ready(PrintStream out, PrintStream err, RouterServer server, ServerSettings listener,
+                   AuthSettings auth) {
+            String url = clientUrl(listener.host(), server.port());
+            boolean locked = auth.adminLocked();
             out.println("Router: " + url);
             out.println("Dashboard: " + url + "/dashboard" + (locked ? " (asks for the admin API key)" : ""));
             out.flush();
@@ -65,7 +68,8 @@ public enum StartupReport {
 
     private static final DateTimeFormatter PYTHON_ASCTIME = DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss,SSS");
 
-    abstract void ready(PrintStream out, PrintStream err, RouterServer server, RouterConfig config);
+    abstract void ready(PrintStream out, PrintStream err, RouterServer server, ServerSettings listener,
+                        AuthSettings auth);
 
     /** Reports a failure of {@code kind} ({@code config} or {@code startup}); returns the exit status. */
     abstract int failed(PrintStream out, PrintStream err, String kind, String message, int code);
