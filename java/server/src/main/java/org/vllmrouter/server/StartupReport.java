@@ -11,7 +11,8 @@ import org.vllmrouter.server.http.Json;
 public enum StartupReport {
     /**
      * One JSON line on stdout, {@code ready} or {@code error}, read by a program: the Python package's process bridge,
-     * the launcher, a supervisor. The exit status is the one {@link EngineRunner} gives: 2 for a configuration it
+     * the launcher, a supervisor. {@code ready} names the router's URL as bound ({@code url}) and as a client on this
+     * machine reaches it ({@code client_url}, see {@link #clientUrl}), which the process bridge hands its caller. The exit status is the one {@link EngineRunner} gives: 2 for a configuration it
      * could not read or rejects, 1 for a router that failed to start.
      */
     JSON_EVENT {
@@ -21,6 +22,7 @@ public enum StartupReport {
             out.println(Json.object(g -> {
                 g.writeStringField("event", "ready");
                 g.writeStringField("url", server.url());
+                g.writeStringField("client_url", clientUrl(listener.host(), server.port()));
                 g.writeNumberField("port", server.port());
                 g.writeNumberField("metrics_port", server.metricsPort());
             }));
@@ -75,8 +77,8 @@ public enum StartupReport {
     abstract int failed(PrintStream out, PrintStream err, String kind, String message, int code);
 
     /**
-     * The URL a client on this machine reaches a listener bound to {@code bindHost} at, as the Python package's
-     * {@code bridge.client_url} gives it: a wildcard address becomes the loopback one.
+     * The URL a client on this machine reaches a listener bound to {@code bindHost} at: a wildcard address becomes the
+     * loopback one. The one place the rule lives; the Python process bridge takes it from the ready line.
      */
     static String clientUrl(String bindHost, int port) {
         String host;
