@@ -6,8 +6,8 @@ Protocol (see docs/architecture.md, "The process bridge"):
 2. The config JSON and a newline go to the child's stdin, which then stays open: it is the
    lifeline. EOF (this process died, even by SIGKILL) makes the engine drain and exit.
 3. The child prints exactly one JSON line on stdout: `{"event":"ready","url":...,
-   "client_url":...,"port":...,"metrics_port":...}` or `{"event":"error","kind":...,"message":...}` followed by a non-zero
-   exit (read by `engine_command.read_event`).
+   "client_url":...,"port":...,"metrics_port":...}` or `{"event":"error","kind":...,"message":...}`
+   followed by a non-zero exit (read by `engine_command.read_event`).
 4. Logs go to stderr, which the child inherits, so a caller that redirected fd 2 captures them.
 
 The child runs in a session (and so a process group) of its own, as PySpark's gateway JVM does: a

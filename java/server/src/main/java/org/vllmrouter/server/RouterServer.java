@@ -219,7 +219,8 @@ public final class RouterServer implements AutoCloseable {
         WorkerRegistry workers = new WorkerRegistry();
         RouterMetrics metrics = new RouterMetrics(workers::all, policies::sessionStats, sessionStore::degraded);
         WorkerCalls calls = new WorkerCalls(metrics);
-        Proxy proxy = new Proxy(workers, calls, metrics, settings.server().requestTimeoutSecs(), workerTls, connections);
+        Proxy proxy = new Proxy(workers, calls, metrics, settings.server().requestTimeoutSecs(), workerTls,
+                connections);
         HealthChecker healthChecker = null;
         WorkerDiscovery discovery = null;
         KvPlacement kv = null;
@@ -260,9 +261,10 @@ public final class RouterServer implements AutoCloseable {
             Channel metricsListener = bind(group, settings.metrics().host(), settings.metrics().port(),
                     metricsInitializer(metrics, connections), "Prometheus");
             LOG.info("Router ready | workers: " + workers.all().stream().map(Worker::shownUrl).toList());
-            LOG.info("Starting server on " + settings.server().host() + ":" + ((InetSocketAddress) listener.localAddress()).getPort());
-            return new RouterServer(settings.server(), group, connections, workers, policies, proxy, inFlight, healthChecker,
-                    discovery, kv, sweeper, listener, metricsListener);
+            LOG.info("Starting server on " + settings.server().host() + ":"
+                    + ((InetSocketAddress) listener.localAddress()).getPort());
+            return new RouterServer(settings.server(), group, connections, workers, policies, proxy, inFlight,
+                    healthChecker, discovery, kv, sweeper, listener, metricsListener);
         } catch (RouterStartException | RuntimeException e) {
             if (discovery != null) {
                 discovery.close();
@@ -291,9 +293,9 @@ public final class RouterServer implements AutoCloseable {
      * The KV-event side of kv_aware, when a configured policy (default, prefill or decode) is kv_aware; null
      * otherwise, so routers without it open no subscriber sockets.
      */
-    private static KvPlacement kvPlacement(KvEventSettings kvEvents, PolicyRegistry policies, WorkerRegistry workers, ControlClient client,
-                                           WorkerTls tls, ChannelGroup connections, EventLoop control,
-                                           RouterMetrics metrics) {
+    private static KvPlacement kvPlacement(KvEventSettings kvEvents, PolicyRegistry policies,
+                                           WorkerRegistry workers, ControlClient client, WorkerTls tls,
+                                           ChannelGroup connections, EventLoop control, RouterMetrics metrics) {
         for (LoadBalancingPolicy p : policies.all()) {
             if (p instanceof KvAwarePolicy kvAware) {
                 CacheIdentity identity = kvEvents.sources().isEmpty() ? null : kvEvents.pdMode()
@@ -301,8 +303,8 @@ public final class RouterServer implements AutoCloseable {
                         ? new CacheIdentity(Objects.requireNonNullElse(kvEvents.model(), ""),
                                 StaticKvSources.PD_BLOCK_SIZE)
                         : new CacheIdentity(kvEvents.model(), kvEvents.blockSize());
-                return new KvPlacement(workers, client, tls, connections, control, kvAware.settings(), kvEvents.sources(),
-                        identity, metrics.registry(), KvSubscribers.Settings.DEFAULTS);
+                return new KvPlacement(workers, client, tls, connections, control, kvAware.settings(),
+                        kvEvents.sources(), identity, metrics.registry(), KvSubscribers.Settings.DEFAULTS);
             }
         }
         return null;

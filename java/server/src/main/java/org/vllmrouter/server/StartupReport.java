@@ -12,8 +12,9 @@ public enum StartupReport {
     /**
      * One JSON line on stdout, {@code ready} or {@code error}, read by a program: the Python package's process bridge,
      * the launcher, a supervisor. {@code ready} names the router's URL as bound ({@code url}) and as a client on this
-     * machine reaches it ({@code client_url}, see {@link #clientUrl}), which the process bridge hands its caller. The exit status is the one {@link EngineRunner} gives: 2 for a configuration it
-     * could not read or rejects, 1 for a router that failed to start.
+     * machine reaches it ({@code client_url}, see {@link #clientUrl}), which the process bridge hands its caller. The
+     * exit status is the one {@link EngineRunner} gives: 2 for a configuration it could not read or rejects, 1 for a
+     * router that failed to start.
      */
     JSON_EVENT {
         @Override

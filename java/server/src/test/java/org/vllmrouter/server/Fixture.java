@@ -42,7 +42,8 @@ final class Fixture {
 
     /** A router whose limiter never refills by itself: only a finished request gives its token back. */
     static RouterServer startWithFrozenLimiter(Map<String, Object> fields) throws Exception {
-        return RouterServer.start(settings(fields), RouterServer.Options.DEFAULTS.withLimiterClock(Ticker.newMockTicker()));
+        return RouterServer.start(settings(fields),
+                RouterServer.Options.DEFAULTS.withLimiterClock(Ticker.newMockTicker()));
     }
 
     /** A router that gives a client {@code clientReadTimeout} to send each request. */

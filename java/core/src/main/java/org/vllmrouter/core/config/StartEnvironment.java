@@ -13,7 +13,7 @@ import java.util.Properties;
  * <p>Values are kept as given (null when unset); each is interpreted, and a bad one refused, by its reader.
  *
  * @param sessionTtl {@value #SESSION_TTL_VARIABLE}: sticky sessions' idle TTL in seconds, as upstream names it
- * @param openaiApiKey {@value #OPENAI_API_KEY_VARIABLE}: the key the PD stages send to workers when the client sent none
+ * @param openaiApiKey {@value #OPENAI_API_KEY_VARIABLE}: the key the PD stages send when the client sent none
  * @param eventLoops {@value #EVENT_LOOPS_VARIABLE}: how many event loops, as it sizes upstream's runtime
  * @param transport {@value #TRANSPORT_VARIABLE}: the socket layer under the event loops
  * @param certFile {@value #CERT_FILE_VARIABLE}: a PEM bundle of CAs trusted for {@code https} workers

@@ -30,13 +30,16 @@ class PolicyRegistryTest {
 
     /** A registry of the policies {@code json} configures, sessions in memory. */
     private static PolicyRegistry registry(String json) throws Exception {
-        return new PolicyRegistry(PolicySettings.from(RouterConfig.fromJson(json)), SessionStores.memory(
-                Duration.ofSeconds(StickyLeastLoadedPolicy.DEFAULT_TTL_SECONDS), RouterConfig.defaults().maxSessions()));
+        return new PolicyRegistry(PolicySettings.from(RouterConfig.fromJson(json)), memoryStore());
+    }
+
+    private static SessionStore memoryStore() {
+        return SessionStores.memory(Duration.ofSeconds(StickyLeastLoadedPolicy.DEFAULT_TTL_SECONDS),
+                RouterConfig.defaults().maxSessions());
     }
 
     private static SessionTable memoryTable() {
-        return SessionStores.memory(Duration.ofSeconds(StickyLeastLoadedPolicy.DEFAULT_TTL_SECONDS),
-                RouterConfig.defaults().maxSessions()).table("");
+        return memoryStore().table("");
     }
 
     /** Accepted with any policy (0.1.17 does), but said at start when no kv_aware policy will read it. */

@@ -52,7 +52,8 @@ final class DashboardRoutes {
     private final byte[] page;
     private final String contentSecurityPolicy;
 
-    DashboardRoutes(DashboardSettings config, WorkerRegistry workers, PolicyRegistry policies, ActivityWindow activity) {
+    DashboardRoutes(DashboardSettings config, WorkerRegistry workers, PolicyRegistry policies,
+                    ActivityWindow activity) {
         this.config = config;
         this.workers = workers;
         this.policies = policies;
