@@ -41,7 +41,8 @@ def scripted_engine(tmp_path, monkeypatch):
     return install
 
 
-READY = 'print(json.dumps({"event": "ready", "url": "http://127.0.0.1:4321", "port": 4321, "metrics_port": 4322}), flush=True)\n'
+READY = ('print(json.dumps({"event": "ready", "url": "http://127.0.0.1:4321", '
+         '"client_url": "http://127.0.0.1:4321", "port": 4321, "metrics_port": 4322}), flush=True)\n')
 
 
 def test_ready_line_after_other_stdout_output(scripted_engine, capfd):

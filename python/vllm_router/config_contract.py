@@ -9,7 +9,9 @@ The contract, as JSON:
   fields         every RouterArgs field in dataclass order (the canonical JSON order): name,
                  JSON type, nullable, default; `flag_default` when the command line's default
                  differs (the engine falls back to it for a null Prometheus port and host),
-                 `choices` when the flag takes one of a fixed set (the policy names among them)
+                 `choices` when the flag takes one of a fixed set (the policy names among them),
+                 `range` ({min, max, message}) when the value must lie within bounds, `refusal`
+                 (the message) when a true value is refused before the engine starts
   defaults_json  the exact text `router_args_to_config_json(RouterArgs())` sends; the engine's
                  canonical JSON of its defaults must equal it byte for byte
 """
@@ -22,7 +24,8 @@ import json
 import sys
 from pathlib import Path
 
-from .router_args import RouterArgs, router_args_to_config_json
+from .router_args import (FIELD_RANGES, FIELD_REFUSALS, RouterArgs, range_error,
+                          router_args_to_config_json)
 
 # Base of a field's annotation (a string: router_args postpones evaluation) -> JSON type.
 _JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean",
@@ -57,6 +60,11 @@ def config_contract() -> dict:
             entry["flag_default"] = flag.default
         if flag is not None and hasattr(flag.type, "choices"):
             entry["choices"] = list(flag.type.choices)
+        if f.name in FIELD_RANGES:
+            low, high = FIELD_RANGES[f.name]
+            entry["range"] = {"min": low, "max": high, "message": range_error(f.name)}
+        if f.name in FIELD_REFUSALS:
+            entry["refusal"] = FIELD_REFUSALS[f.name]
         fields.append(entry)
     return {"fields": fields, "defaults_json": router_args_to_config_json(RouterArgs())}
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 
-from .router_args import RouterArgs, parse_router_args, router_args_to_config_json
+from .router_args import FIELD_REFUSALS, RouterArgs, parse_router_args, router_args_to_config_json
 
 
 class PolicyType(enum.Enum):
@@ -83,11 +83,7 @@ def router_args_from_native_kwargs(kwargs: dict) -> RouterArgs:
 def check_launch_args(args: RouterArgs) -> None:
     """The checks `launch_router` makes before starting: mini_lb refusal, `_validate_router_args`."""
     if args.mini_lb:
-        # The same words as the engine's refusal of mini_lb in a config file (UnsupportedFeatures).
-        raise ValueError(
-            "--mini-lb is not supported by this router (upstream's Python debug balancer is not part "
-            "of this package; use --vllm-pd-disaggregation)"
-        )
+        raise ValueError(FIELD_REFUSALS["mini_lb"])
     args._validate_router_args()
 
 

@@ -39,6 +39,21 @@ DEFAULT_SESSION_ID_HEADERS = [
     "x-session-id", "x-user-id", "x-tenant-id", "x-correlation-id", "x-request-id", "x-trace-id",
 ]
 DEFAULT_SESSION_ID_BODY_FIELDS = ["session_params.session_id", "user", "session_id", "user_id"]
+# Fields whose value must lie within bounds (0.1.17's), and the message when it does not. The engine
+# takes both from the config contract, so a config file it reads is held to the same words.
+FIELD_RANGES = {"kv_aware_session_affinity_ttl_secs": (1, 31536000)}
+# Refusals `launch_router` makes itself, before the engine runs (upstream would run Python code for
+# them); the engine refuses a config file that asks for the same with the same words.
+FIELD_REFUSALS = {
+    "mini_lb": "--mini-lb is not supported by this router (upstream's Python debug balancer is not part "
+               "of this package; use --vllm-pd-disaggregation)",
+}
+
+
+def range_error(name: str) -> str:
+    """The message for a value of `name` outside `FIELD_RANGES[name]`."""
+    low, high = FIELD_RANGES[name]
+    return f"{name} must be between {low} and {high}"
 
 
 def __getattr__(name: str):
@@ -453,9 +468,10 @@ class RouterArgs:
 
     def _validate_router_args(self) -> None:
         """Python-side checks run by launch_router; the engine validates everything else."""
-        ttl = self.kv_aware_session_affinity_ttl_secs
-        if ttl is not None and not 1 <= ttl <= 31536000:
-            raise ValueError("kv_aware_session_affinity_ttl_secs must be between 1 and 31536000")
+        for name, (low, high) in FIELD_RANGES.items():
+            value = getattr(self, name)
+            if value is not None and not low <= value <= high:
+                raise ValueError(range_error(name))
         if self.wasm_middleware_sha256 and not self.wasm_middleware:
             raise ValueError("wasm_middleware_sha256 requires wasm_middleware")
         if self.pd_disaggregation or self.vllm_pd_disaggregation:

@@ -27,14 +27,3 @@ class EngineStartupError(RuntimeError):
     """The engine could not start (no Java, cannot bind, died early, ...)."""
 
 
-def client_url(bind_host: str, port: int) -> str:
-    """The URL a client on this machine uses to reach a listener bound to `bind_host`."""
-    if bind_host in ("", "0.0.0.0"):
-        host = "127.0.0.1"
-    elif bind_host == "::":
-        host = "[::1]"
-    elif ":" in bind_host and not bind_host.startswith("["):
-        host = f"[{bind_host}]"
-    else:
-        host = bind_host
-    return f"http://{host}:{port}"

@@ -5,9 +5,9 @@ Protocol (see docs/architecture.md, "The process bridge"):
    (`engine_command`).
 2. The config JSON and a newline go to the child's stdin, which then stays open: it is the
    lifeline. EOF (this process died, even by SIGKILL) makes the engine drain and exit.
-3. The child prints exactly one JSON line on stdout: `{"event":"ready","url":...,"port":...,
-   "metrics_port":...}` or `{"event":"error","kind":...,"message":...}` followed by a non-zero
-   exit (read by `engine_command.read_event`).
+3. The child prints exactly one JSON line on stdout: `{"event":"ready","url":...,
+   "client_url":...,"port":...,"metrics_port":...}` or `{"event":"error","kind":...,"message":...}`
+   followed by a non-zero exit (read by `engine_command.read_event`).
 4. Logs go to stderr, which the child inherits, so a caller that redirected fd 2 captures them.
 
 The child runs in a session (and so a process group) of its own, as PySpark's gateway JVM does: a
@@ -30,7 +30,7 @@ import threading
 import time
 from typing import Optional
 
-from . import EngineStartupError, class_cache, client_url
+from . import EngineStartupError, class_cache
 from .engine_command import engine_command, engine_jar, error_of, jvm_options, read_event
 from .java_runtime import find_java
 
@@ -86,8 +86,8 @@ class EngineProcess:
         self._process = process
         self.port: int = ready["port"]
         self.metrics_port: Optional[int] = ready.get("metrics_port")
-        # The ready line names the bind address; clients need one they can connect to.
-        self.url: str = client_url(config.get("host", "127.0.0.1"), self.port)
+        # The URL a client can connect to (a wildcard bind address becomes loopback): the engine's rule.
+        self.url: str = ready["client_url"]
         self.pid: int = process.pid
         self._admin_api_key: Optional[str] = config.get("admin_api_key")
         self._stop_requested = False

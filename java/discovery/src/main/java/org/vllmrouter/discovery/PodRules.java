@@ -8,7 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.logging.Logger;
 import java.util.regex.Pattern;
-import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.settings.DiscoverySettings;
 import org.vllmrouter.core.worker.WorkerRole;
 
 /**
@@ -30,12 +30,12 @@ final class PodRules {
     private final int port;
     private final String bootstrapPortAnnotation;
 
-    PodRules(RouterConfig config) {
-        this.pdMode = config.isPdMode();
+    PodRules(DiscoverySettings config) {
+        this.pdMode = config.pdMode();
         this.selector = config.selector();
         this.prefillSelector = config.prefillSelector();
         this.decodeSelector = config.decodeSelector();
-        this.port = config.serviceDiscoveryPort();
+        this.port = config.port();
         this.bootstrapPortAnnotation = config.bootstrapPortAnnotation();
     }
 

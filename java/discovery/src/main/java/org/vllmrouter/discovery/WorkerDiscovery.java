@@ -12,7 +12,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.function.Supplier;
 import java.util.logging.Logger;
-import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.settings.DiscoverySettings;
 
 /**
  * The worker sources a configuration asks for, running: Kubernetes pods ({@code --service-discovery}) and vLLM's ZMQ
@@ -30,8 +30,8 @@ public final class WorkerDiscovery implements AutoCloseable {
     }
 
     /** Whether {@code config} has workers come and go by discovery (so none at start is normal, not "all healthy"). */
-    public static boolean discoversWorkers(RouterConfig config) {
-        return config.serviceDiscovery() || (config.vllmDiscoveryAddress() != null && config.isPdMode());
+    public static boolean discoversWorkers(DiscoverySettings config) {
+        return config.serviceDiscovery() || (config.vllmDiscoveryAddress() != null && config.pdMode());
     }
 
     /**
@@ -41,12 +41,12 @@ public final class WorkerDiscovery implements AutoCloseable {
      *
      * @throws DiscoveryStartException when the ZMQ address cannot be bound
      */
-    public static WorkerDiscovery start(RouterConfig config, WorkerSink sink, PrometheusRegistry registry)
+    public static WorkerDiscovery start(DiscoverySettings config, WorkerSink sink, PrometheusRegistry registry)
             throws DiscoveryStartException {
         return start(config, sink, registry, WorkerDiscovery::kubernetesClient);
     }
 
-    static WorkerDiscovery start(RouterConfig config, WorkerSink sink, PrometheusRegistry registry,
+    static WorkerDiscovery start(DiscoverySettings config, WorkerSink sink, PrometheusRegistry registry,
                                  Supplier<KubernetesClient> clients) throws DiscoveryStartException {
         ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "vllm-router-discovery");
@@ -58,18 +58,18 @@ public final class WorkerDiscovery implements AutoCloseable {
             return discovery;
         }
         DiscoveryMetrics metrics = new DiscoveryMetrics(registry);
-        Duration retry = Duration.ofSeconds(Math.max(1, config.workerStartupCheckInterval()));
+        Duration retry = Duration.ofSeconds(Math.max(1, config.retryIntervalSecs()));
         try {
             if (config.serviceDiscovery()) {
                 WorkerReconciler workers = discovery.track(new WorkerReconciler(sink, metrics, timer, retry));
                 KubernetesPodSource pods = discovery.track(new KubernetesPodSource(clients.get(),
-                        config.serviceDiscoveryNamespace(), new PodRules(config), workers));
+                        config.namespace(), new PodRules(config), workers));
                 pods.start();
-                LOG.info("Kubernetes discovery: watching pods in " + (config.serviceDiscoveryNamespace() == null
-                        ? "all namespaces" : "namespace " + config.serviceDiscoveryNamespace()));
+                LOG.info("Kubernetes discovery: watching pods in " + (config.namespace() == null
+                        ? "all namespaces" : "namespace " + config.namespace()));
             }
             if (config.vllmDiscoveryAddress() != null) {
-                if (config.isPdMode()) {
+                if (config.pdMode()) {
                     WorkerReconciler workers = discovery.track(new WorkerReconciler(sink, metrics, timer, retry));
                     discovery.track(ZmqRegistrationSource.start(config.vllmDiscoveryAddress(), workers));
                 } else {

@@ -29,6 +29,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.settings.DiscoverySettings;
 import org.vllmrouter.core.worker.WorkerRole;
 
 /** Pod discovery against a real (in-process) Kubernetes API server: kubernetes-server-mock in CRUD mode. */
@@ -78,7 +79,7 @@ class KubernetesPodSourceTest {
 
 
     private void discover(String json) throws Exception {
-        RouterConfig config = RouterConfig.fromJson(json);
+        DiscoverySettings config = DiscoverySettings.from(RouterConfig.fromJson(json));
         Config apiServer = new ConfigBuilder(Config.empty()).withMasterUrl(server.url("/")).withNamespace(NAMESPACE).build();
         discovery = WorkerDiscovery.start(config, sink, registry, () -> WorkerDiscovery.client(apiServer));
     }

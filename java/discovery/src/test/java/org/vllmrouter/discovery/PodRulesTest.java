@@ -8,11 +8,12 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.settings.DiscoverySettings;
 import org.vllmrouter.core.worker.WorkerRole;
 
 class PodRulesTest {
     private static PodRules rules(String json) throws Exception {
-        return new PodRules(RouterConfig.fromJson(json));
+        return new PodRules(DiscoverySettings.from(RouterConfig.fromJson(json)));
     }
 
     private static final String REGULAR = "{\"service_discovery\": true, \"selector\": {\"app\": \"vllm\", \"tier\": \"gpu\"},"

@@ -76,7 +76,8 @@ public final class RedisSessionStore implements SessionStore {
     static {
         // The engine ships Netty's io_uring transport for its own event loops. Lettuce would find it too, stay on
         // epoll anyway, and warn on every start that both are there; it keeps epoll, quietly, unless a user set
-        // the switch.
+        // the switch. It is set here, not taken from the router's StartEnvironment like the engine's own settings:
+        // Lettuce reads it when its classes load, so it must be in place before this class first touches Lettuce.
         if (System.getProperty(LETTUCE_IO_URING) == null) {
             System.setProperty(LETTUCE_IO_URING, "false");
         }

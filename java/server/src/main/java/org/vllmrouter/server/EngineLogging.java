@@ -14,7 +14,7 @@ import java.util.logging.Handler;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 import java.util.logging.SimpleFormatter;
-import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.settings.LoggingSettings;
 
 /**
  * The engine's logging, from {@code log_level} and {@code log_dir}: one line per record on stderr, and with a log
@@ -37,7 +37,13 @@ public final class EngineLogging {
 
     private EngineLogging() {}
 
-    /** One line per record, unless the launcher chose a format; call before the first record is logged. */
+    /**
+     * One line per record, unless the launcher chose a format; call before the first record is logged.
+     *
+     * <p>A system property, and set here rather than taken from the start's settings: java.util.logging's
+     * {@link SimpleFormatter} reads it once, when its class loads, so it must be in place before any logger formats
+     * a record, which is before any configuration has been read.
+     */
     public static void useOneLineFormat() {
         if (System.getProperty(FORMAT_PROPERTY) == null) {
             System.setProperty(FORMAT_PROPERTY, "%1$tF %1$tT %4$s %3$s: %5$s%6$s%n");
@@ -48,18 +54,18 @@ public final class EngineLogging {
      * Applies {@code log_level} and {@code log_dir} (created if missing). A directory that cannot hold the log file
      * is a start-up error naming it.
      */
-    public static synchronized void configure(RouterConfig config) throws RouterStartException {
+    public static synchronized void configure(LoggingSettings logging) throws RouterStartException {
         useOneLineFormat();
         Logger root = Logger.getLogger("");
-        if (config.logLevel() != null) {
-            Level level = level(config.logLevel());
+        if (logging.level() != null) {
+            Level level = level(logging.level());
             root.setLevel(level);
             for (Handler handler : root.getHandlers()) {
                 handler.setLevel(level);
             }
         }
-        if (config.logDir() != null) {
-            Path dir = Path.of(config.logDir()).toAbsolutePath().normalize();
+        if (logging.dir() != null) {
+            Path dir = Path.of(logging.dir()).toAbsolutePath().normalize();
             if (!dir.equals(fileDirectory)) {
                 FileHandler opened = open(dir);
                 opened.setLevel(root.getLevel() == null ? Level.INFO : root.getLevel());

@@ -12,6 +12,8 @@ import java.util.logging.Level;
 import java.util.logging.Logger;
 import org.vllmrouter.core.config.ConfigException;
 import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.config.StartEnvironment;
+import org.vllmrouter.core.settings.RouterSettings;
 
 /**
  * The engine-process protocol: read the config JSON, start the router, report that it serves or why not (by
@@ -38,9 +40,10 @@ public final class EngineRunner {
         EngineLogging.useOneLineFormat();
         PrintStream out = System.out;
         PrintStream err = System.err;
+        StartEnvironment environment = StartEnvironment.current();
         Optional<HeapGrowthBound> heapBound;
         try {
-            heapBound = HeapGrowthBound.fromSystemProperty();
+            heapBound = HeapGrowthBound.of(environment);
         } catch (IllegalArgumentException e) {
             return report.failed(out, err, STARTUP_ERROR, e.getMessage(), 2);
         }
@@ -54,10 +57,9 @@ public final class EngineRunner {
         if (json == null || json.isBlank()) {
             return report.failed(out, err, STARTUP_ERROR, "No configuration received", 2);
         }
-        RouterConfig config;
+        RouterSettings settings;
         try {
-            config = RouterConfig.fromJson(json);
-            config.validate();
+            settings = RouterSettings.of(RouterConfig.fromJson(json), environment);
         } catch (ConfigException e) {
             return report.failed(out, err, CONFIG_ERROR, e.getMessage(), 2);
         }
@@ -69,10 +71,8 @@ public final class EngineRunner {
         StopSignals stopSignals = StopSignals.handle(stop::onSignal);
         RouterServer server = null;
         try {
-            EngineLogging.configure(config);
-            server = RouterServer.start(config, RouterServer.Options.DEFAULTS.withBeforeListening(stop::binding));
-        } catch (ConfigException e) {
-            return report.failed(out, err, CONFIG_ERROR, e.getMessage(), 2);
+            EngineLogging.configure(settings.logging());
+            server = RouterServer.start(settings, RouterServer.Options.DEFAULTS.withBeforeListening(stop::binding));
         } catch (RouterStartException e) {
             return report.failed(out, err, STARTUP_ERROR, e.getMessage(), 1);
         } catch (RuntimeException e) {
@@ -89,7 +89,7 @@ public final class EngineRunner {
             return status;
         }
 
-        report.ready(out, err, server, config);
+        report.ready(out, err, server, settings.server(), settings.auth());
         heapBound.ifPresent(HeapGrowthBound::start);
 
         if (stdinIsLifeline) {

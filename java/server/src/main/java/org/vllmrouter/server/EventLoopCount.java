@@ -1,5 +1,7 @@
 package org.vllmrouter.server;
 
+import org.vllmrouter.core.config.StartEnvironment;
+
 /**
  * How many event loops a router runs. {@code TOKIO_WORKER_THREADS}, the variable that sizes the Rust router's
  * runtime, sizes ours too, so an environment tuned for upstream keeps its meaning. Unset, a router takes half the
@@ -15,13 +17,16 @@ package org.vllmrouter.server;
  * relays over 25,000 requests a second here, far more than a fleet of LLM workers asks of a router.
  */
 final class EventLoopCount {
-    static final String ENVIRONMENT_VARIABLE = "TOKIO_WORKER_THREADS";
+    static final String ENVIRONMENT_VARIABLE = StartEnvironment.EVENT_LOOPS_VARIABLE;
     static final int MAX_DEFAULT = 8;
 
     private EventLoopCount() {
     }
 
-    /** The loops to run: {@code requested} when it is set, else the default for {@code processors}. */
+    /**
+     * The loops to run: {@code requested} (the variable's value, {@link StartEnvironment#eventLoops()}) when it is
+     * set, else the default for {@code processors}.
+     */
     static int resolve(String requested, int processors) {
         if (requested == null) {
             return Math.max(1, Math.min(MAX_DEFAULT, processors / 2));
@@ -37,9 +42,5 @@ final class EventLoopCount {
                     + " must be a positive whole number of event loops; got '" + requested + "'");
         }
         return loops;
-    }
-
-    static int fromEnvironment() {
-        return resolve(System.getenv(ENVIRONMENT_VARIABLE), Runtime.getRuntime().availableProcessors());
     }
 }

@@ -11,6 +11,7 @@ import java.util.logging.Level;
 import java.util.logging.Logger;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.vllmrouter.core.config.StartEnvironment;
 
 /**
  * Keeps the engine's old generation near twice what it holds live, whatever comes and goes.
@@ -43,7 +44,7 @@ public final class HeapGrowthBound {
      * The system property that turns the bound on: the floor of the old generation's limit, a size as the JVM writes
      * one (20m), or {@code off}.
      */
-    public static final String FLOOR_PROPERTY = "vllm.router.fullCollectionFloor";
+    public static final String FLOOR_PROPERTY = StartEnvironment.HEAP_FLOOR_PROPERTY;
     /** How often the old generation's use is compared with the limit. */
     static final Duration CHECK_INTERVAL = Duration.ofSeconds(1);
     /** The old generation may hold this multiple of what the last whole collection kept. */
@@ -67,12 +68,13 @@ public final class HeapGrowthBound {
     }
 
     /**
-     * The bound {@link #FLOOR_PROPERTY} asks for over this JVM's heap, or empty when it is unset or {@code off}.
+     * The bound {@link #FLOOR_PROPERTY} asks for over this JVM's heap ({@link StartEnvironment#heapFloor()}), or
+     * empty when it is unset or {@code off}.
      *
      * @throws IllegalArgumentException when the property is neither a size nor {@code off}
      */
-    public static Optional<HeapGrowthBound> fromSystemProperty() {
-        return floor(System.getProperty(FLOOR_PROPERTY))
+    public static Optional<HeapGrowthBound> of(StartEnvironment env) {
+        return floor(env.heapFloor())
                 .map(floor -> new HeapGrowthBound(floor, oldGenerationInUse(), System::gc));
     }
 

@@ -27,23 +27,29 @@ import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.logging.Logger;
 import org.vllmrouter.core.config.ConfigException;
+import org.vllmrouter.core.config.PdMode;
 import org.vllmrouter.core.config.PrefillUrl;
 import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.config.StartEnvironment;
 import org.vllmrouter.core.config.StaticKvSources;
 import org.vllmrouter.core.policy.KvAwarePolicy;
 import org.vllmrouter.core.policy.LoadBalancingPolicy;
 import org.vllmrouter.core.policy.PolicyRegistry;
-import org.vllmrouter.core.policy.StickyLeastLoadedPolicy;
 import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.session.SessionStore;
 import org.vllmrouter.core.session.SessionStoreException;
 import org.vllmrouter.core.session.SessionStores;
+import org.vllmrouter.core.settings.HealthSettings;
+import org.vllmrouter.core.settings.KvEventSettings;
+import org.vllmrouter.core.settings.RouterSettings;
+import org.vllmrouter.core.settings.ServerSettings;
+import org.vllmrouter.core.settings.SessionSettings;
+import org.vllmrouter.core.settings.WorkerPoolSettings;
 import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRegistry;
 import org.vllmrouter.core.worker.WorkerRole;
@@ -112,7 +118,7 @@ public final class RouterServer implements AutoCloseable {
     /** The loops' own shutdown timeout (2 s) and a margin for a busy machine. */
     private static final long LOOPS_STOP_MILLIS = 4_000;
 
-    private final RouterConfig config;
+    private final ServerSettings config;
     private final EventLoopGroup group;
     private final ChannelGroup connections;
     private final WorkerRegistry workers;
@@ -128,7 +134,7 @@ public final class RouterServer implements AutoCloseable {
     private final Object closeLock = new Object();
     private boolean closed;
 
-    private RouterServer(RouterConfig config, EventLoopGroup group, ChannelGroup connections, WorkerRegistry workers,
+    private RouterServer(ServerSettings config, EventLoopGroup group, ChannelGroup connections, WorkerRegistry workers,
                          PolicyRegistry policies, Proxy proxy, InFlightRequests inFlight, HealthChecker healthChecker,
                          WorkerDiscovery discovery, KvPlacement kv, ScheduledFuture<?> sweeper, Channel listener,
                          Channel metricsListener) {
@@ -153,10 +159,10 @@ public final class RouterServer implements AutoCloseable {
      *
      * @param limiterClock the admission limiter's clock; null = the event loop's (tests freeze it to make the bucket
      *                     deterministic)
-     * @param workerTls how {@code https} workers are trusted; null = {@link WorkerTls#fromEnvironment()} at start
+     * @param workerTls how {@code https} workers are trusted; null = as {@link WorkerPoolSettings#certFile()} says
      *                  (tests trust their own CA)
      * @param clientReadTimeout how long a client may take to send a request (tests shorten it)
-     * @param transport the socket layer; null = {@link Transport#fromEnvironment()} at start (tests run each one)
+     * @param transport the socket layer; null = as {@link ServerSettings#transport()} says (tests run each one)
      * @param beforeListening runs once the start has waited for what it needs, just before the router port binds
      *                        (the engine process: from here a stop signal waits for the start, see EngineStop)
      */
@@ -185,54 +191,56 @@ public final class RouterServer implements AutoCloseable {
         }
     }
 
-    /** Starts a router; {@code https} workers are trusted as {@link WorkerTls#fromEnvironment()} says. */
+    /** Starts a router with this process's {@link StartEnvironment}. */
     public static RouterServer start(RouterConfig config) throws ConfigException, RouterStartException {
-        return start(config, Options.DEFAULTS);
+        return start(RouterSettings.of(config, StartEnvironment.current()), Options.DEFAULTS);
     }
 
-    static RouterServer start(RouterConfig config, Options options) throws ConfigException, RouterStartException {
-        config.validate();
+    static RouterServer start(RouterSettings settings, Options options) throws RouterStartException {
         Transport transport;
         int loops;
         try {
-            transport = options.transport() != null ? options.transport() : Transport.fromEnvironment();
-            loops = EventLoopCount.fromEnvironment();
+            transport = options.transport() != null ? options.transport()
+                    : Transport.resolve(settings.server().transport());
+            loops = EventLoopCount.resolve(settings.server().eventLoops(), Runtime.getRuntime().availableProcessors());
         } catch (IllegalArgumentException e) {
             throw new RouterStartException(e.getMessage(), e);
         }
-        Map<String, StaticKvSources.Source> staticKvSources = StaticKvSources.of(config);
-        WorkerTls workerTls = options.workerTls() != null ? options.workerTls() : WorkerTls.fromEnvironment();
+        WorkerTls workerTls = options.workerTls() != null ? options.workerTls()
+                : WorkerTls.trusting(settings.workers().certFile());
         // Every connection, accepted or to a worker, so close() can end them all before it stops the loops.
         ChannelGroup connections = new DefaultChannelGroup("vllm-router", GlobalEventExecutor.INSTANCE);
         ControlClient client = new ControlClient(workerTls, connections);
-        SessionStore sessionStore = openSessionStore(config);
+        SessionStore sessionStore = openSessionStore(settings.sessions());
         EventLoopGroup group = transport.newGroup(loops, "vllm-router");
         // auto depends on the kernel (and a container's seccomp profile), so say which one runs.
         LOG.info("Event loops: " + loops + " on " + transport.label());
-        PolicyRegistry policies = new PolicyRegistry(config, sessionStore);
+        PolicyRegistry policies = new PolicyRegistry(settings.policies(), sessionStore);
         WorkerRegistry workers = new WorkerRegistry();
         RouterMetrics metrics = new RouterMetrics(workers::all, policies::sessionStats, sessionStore::degraded);
         WorkerCalls calls = new WorkerCalls(metrics);
-        Proxy proxy = new Proxy(workers, calls, metrics, config.requestTimeoutSecs(), workerTls, connections);
+        Proxy proxy = new Proxy(workers, calls, metrics, settings.server().requestTimeoutSecs(), workerTls,
+                connections);
         HealthChecker healthChecker = null;
         WorkerDiscovery discovery = null;
         KvPlacement kv = null;
         ScheduledFuture<?> sweeper = null;
         Channel listener = null;
         try {
-            WorkerFactory factory = new WorkerFactory(config, metrics);
-            List<Worker> initial = initialWorkers(config, factory);
+            WorkerFactory factory = new WorkerFactory(settings.worker(), metrics);
+            List<Worker> initial = initialWorkers(settings.workers(), factory);
             EventLoop control = group.next();
-            kv = kvPlacement(config, staticKvSources, policies, workers, client, workerTls, connections, control,
+            kv = kvPlacement(settings.kvEvents(), policies, workers, client, workerTls, connections, control,
                     metrics);
-            awaitStartupHealth(config, client, control, initial);
+            awaitStartupHealth(settings.health(), client, control, initial);
             initial.forEach(workers::add);
 
-            healthChecker = new HealthChecker(workers, client, control, config.healthCheckEndpoint(),
-                    config.healthCheckIntervalSecs(), config.healthCheckTimeoutSecs());
+            healthChecker = new HealthChecker(workers, client, control, settings.health().checkEndpoint(),
+                    settings.health().checkIntervalSecs(), settings.health().checkTimeoutSecs());
             healthChecker.start();
             try {
-                discovery = WorkerDiscovery.start(config, new DiscoveredWorkerSink(config, workers, factory, client, control),
+                discovery = WorkerDiscovery.start(settings.discovery(),
+                        new DiscoveredWorkerSink(settings.health(), workers, factory, client, control),
                         metrics.registry());
             } catch (DiscoveryStartException e) {
                 throw new RouterStartException(e.getMessage(), e);
@@ -240,22 +248,23 @@ public final class RouterServer implements AutoCloseable {
             sweeper = control.scheduleAtFixedRate(() -> policies.expireIdleSessions(SWEEP_BATCH),
                     SWEEP_INTERVAL_SECS, SWEEP_INTERVAL_SECS, TimeUnit.SECONDS);
 
-            AdmissionLimiter limiter = new AdmissionLimiter(config.maxConcurrentRequests(),
-                    config.rateLimitTokensPerSecond(), config.queueSize(), config.queueTimeoutSecs(), control,
+            AdmissionLimiter limiter = new AdmissionLimiter(settings.admission(), control,
                     options.limiterClock() != null ? options.limiterClock() : control.ticker());
-            RouteTable routes = new RouteTable(config, workers, policies, factory, proxy, calls, metrics, limiter,
+            RouteTable routes = new RouteTable(settings, workers, policies, factory, proxy, calls, metrics, limiter,
                     client, kv);
             InFlightRequests inFlight = new InFlightRequests();
             options.beforeListening().run();
-            listener = bind(group, config.host(), config.port(), routerInitializer(config, routes, inFlight, metrics,
+            listener = bind(group, settings.server().host(), settings.server().port(),
+                    routerInitializer(settings.server(), routes, inFlight, metrics,
                     options.clientReadTimeout(), connections),
                     "router");
-            Channel metricsListener = bind(group, config.effectivePrometheusHost(), config.effectivePrometheusPort(),
+            Channel metricsListener = bind(group, settings.metrics().host(), settings.metrics().port(),
                     metricsInitializer(metrics, connections), "Prometheus");
             LOG.info("Router ready | workers: " + workers.all().stream().map(Worker::shownUrl).toList());
-            LOG.info("Starting server on " + config.host() + ":" + ((InetSocketAddress) listener.localAddress()).getPort());
-            return new RouterServer(config, group, connections, workers, policies, proxy, inFlight, healthChecker,
-                    discovery, kv, sweeper, listener, metricsListener);
+            LOG.info("Starting server on " + settings.server().host() + ":"
+                    + ((InetSocketAddress) listener.localAddress()).getPort());
+            return new RouterServer(settings.server(), group, connections, workers, policies, proxy, inFlight,
+                    healthChecker, discovery, kv, sweeper, listener, metricsListener);
         } catch (RouterStartException | RuntimeException e) {
             if (discovery != null) {
                 discovery.close();
@@ -284,36 +293,34 @@ public final class RouterServer implements AutoCloseable {
      * The KV-event side of kv_aware, when a configured policy (default, prefill or decode) is kv_aware; null
      * otherwise, so routers without it open no subscriber sockets.
      */
-    private static KvPlacement kvPlacement(RouterConfig config, Map<String, StaticKvSources.Source> sources,
-                                           PolicyRegistry policies, WorkerRegistry workers, ControlClient client,
-                                           WorkerTls tls, ChannelGroup connections, EventLoop control,
-                                           RouterMetrics metrics) {
+    private static KvPlacement kvPlacement(KvEventSettings kvEvents, PolicyRegistry policies,
+                                           WorkerRegistry workers, ControlClient client, WorkerTls tls,
+                                           ChannelGroup connections, EventLoop control, RouterMetrics metrics) {
         for (LoadBalancingPolicy p : policies.all()) {
             if (p instanceof KvAwarePolicy kvAware) {
-                CacheIdentity identity = sources.isEmpty() ? null : config.isPdMode()
+                CacheIdentity identity = kvEvents.sources().isEmpty() ? null : kvEvents.pdMode()
                         // --pd-kv-events names no model: its prefill workers share one tree at the fixed block size.
-                        ? new CacheIdentity(Objects.requireNonNullElse(config.kvEventModel(), ""),
+                        ? new CacheIdentity(Objects.requireNonNullElse(kvEvents.model(), ""),
                                 StaticKvSources.PD_BLOCK_SIZE)
-                        : new CacheIdentity(config.kvEventModel(), config.kvEventBlockSize());
-                return new KvPlacement(workers, client, tls, connections, control, kvAware.settings(), sources,
-                        identity, metrics.registry(), KvSubscribers.Settings.DEFAULTS);
+                        : new CacheIdentity(kvEvents.model(), kvEvents.blockSize());
+                return new KvPlacement(workers, client, tls, connections, control, kvAware.settings(),
+                        kvEvents.sources(), identity, metrics.registry(), KvSubscribers.Settings.DEFAULTS);
             }
         }
         return null;
     }
 
-    private static SessionStore openSessionStore(RouterConfig config) throws RouterStartException {
+    private static SessionStore openSessionStore(SessionSettings sessions) throws RouterStartException {
         try {
-            return SessionStores.open(config.sessionStore(), StickyLeastLoadedPolicy.configuredTtl(),
-                    config.maxSessions());
+            return SessionStores.open(sessions.store(), sessions.ttl(), sessions.maxSessions());
         } catch (SessionStoreException e) {
             throw new RouterStartException(e.getMessage(), e);
         }
     }
 
-    private static List<Worker> initialWorkers(RouterConfig config, WorkerFactory factory) {
+    private static List<Worker> initialWorkers(WorkerPoolSettings config, WorkerFactory factory) {
         List<Worker> out = new ArrayList<>();
-        if (config.isPdMode()) {
+        if (config.pdMode() != PdMode.NONE) {
             for (PrefillUrl prefill : config.prefillUrls()) {
                 out.addAll(factory.create(prefill.url(), WorkerRole.PREFILL, prefill.bootstrapPort()));
             }
@@ -329,28 +336,28 @@ public final class RouterServer implements AutoCloseable {
     }
 
     /** Upstream waits until at least one configured worker answers its health check before serving. */
-    private static void awaitStartupHealth(RouterConfig config, ControlClient client, EventLoop loop,
+    private static void awaitStartupHealth(HealthSettings config, ControlClient client, EventLoop loop,
                                            List<Worker> initial) throws RouterStartException {
         if (initial.isEmpty()) {
             return;
         }
         List<String> bases = initial.stream().map(Worker::baseUrl).distinct().toList();
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(config.workerStartupTimeoutSecs());
-        StartupWait.Outcome outcome = StartupWait.untilHealthy(client, loop, bases, config.healthCheckEndpoint(),
-                Math.max(1, config.workerStartupCheckInterval()), deadline).join();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(config.startupTimeoutSecs());
+        StartupWait.Outcome outcome = StartupWait.untilHealthy(client, loop, bases, config.checkEndpoint(),
+                Math.max(1, config.startupCheckIntervalSecs()), deadline).join();
         if (!outcome.healthy()) {
             StringBuilder hosts = new StringBuilder("[");
             for (int i = 0; i < bases.size(); i++) {
                 hosts.append(i == 0 ? "\"" : ", \"").append(bases.get(i)).append('"');
             }
-            throw new RouterStartException("Timeout " + config.workerStartupTimeoutSecs() + "s waiting for hosts "
+            throw new RouterStartException("Timeout " + config.startupTimeoutSecs() + "s waiting for hosts "
                     + hosts.append(']') + " to become healthy. Please set --router-worker-startup-timeout-secs "
                     + "(vllm_router.launch_server) or --worker-startup-timeout-secs (vllm_worker.router) to a larger value"
                     + ". Last health check: " + outcome.lastFailures(), null);
         }
     }
 
-    private static ChannelInitializer<Channel> routerInitializer(RouterConfig config, RouteTable routes,
+    private static ChannelInitializer<Channel> routerInitializer(ServerSettings config, RouteTable routes,
                                                                 InFlightRequests inFlight, RouterMetrics metrics,
                                                                 Duration clientReadTimeout,
                                                                 ChannelGroup connections) {

@@ -3,22 +3,27 @@ package org.vllmrouter.server;
 import java.io.PrintStream;
 import java.time.LocalDateTime;
 import java.time.format.DateTimeFormatter;
-import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.settings.AuthSettings;
+import org.vllmrouter.core.settings.ServerSettings;
 import org.vllmrouter.server.http.Json;
 
 /** How {@link EngineRunner} tells whoever started it that the router serves, or why it does not. */
 public enum StartupReport {
     /**
      * One JSON line on stdout, {@code ready} or {@code error}, read by a program: the Python package's process bridge,
-     * the launcher, a supervisor. The exit status is the one {@link EngineRunner} gives: 2 for a configuration it
-     * could not read or rejects, 1 for a router that failed to start.
+     * the launcher, a supervisor. {@code ready} names the router's URL as bound ({@code url}) and as a client on this
+     * machine reaches it ({@code client_url}, see {@link #clientUrl}), which the process bridge hands its caller. The
+     * exit status is the one {@link EngineRunner} gives: 2 for a configuration it could not read or rejects, 1 for a
+     * router that failed to start.
      */
     JSON_EVENT {
         @Override
-        void ready(PrintStream out, PrintStream err, RouterServer server, RouterConfig config) {
+        void ready(PrintStream out, PrintStream err, RouterServer server, ServerSettings listener,
+                   AuthSettings auth) {
             out.println(Json.object(g -> {
                 g.writeStringField("event", "ready");
                 g.writeStringField("url", server.url());
+                g.writeStringField("client_url", clientUrl(listener.host(), server.port()));
                 g.writeNumberField("port", server.port());
                 g.writeNumberField("metrics_port", server.metricsPort());
             }));
@@ -45,9 +50,10 @@ public enum StartupReport {
      */
     UPSTREAM_LAUNCHER {
         @Override
-        void ready(PrintStream out, PrintStream err, RouterServer server, RouterConfig config) {
-            String url = clientUrl(config.host(), server.port());
-            boolean locked = config.adminApiKey() != null && !config.adminApiKey().isEmpty();
+        void ready(PrintStream out, PrintStream err, RouterServer server, ServerSettings listener,
+                   AuthSettings auth) {
+            String url = clientUrl(listener.host(), server.port());
+            boolean locked = auth.adminLocked();
             out.println("Router: " + url);
             out.println("Dashboard: " + url + "/dashboard" + (locked ? " (asks for the admin API key)" : ""));
             out.flush();
@@ -65,14 +71,15 @@ public enum StartupReport {
 
     private static final DateTimeFormatter PYTHON_ASCTIME = DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss,SSS");
 
-    abstract void ready(PrintStream out, PrintStream err, RouterServer server, RouterConfig config);
+    abstract void ready(PrintStream out, PrintStream err, RouterServer server, ServerSettings listener,
+                        AuthSettings auth);
 
     /** Reports a failure of {@code kind} ({@code config} or {@code startup}); returns the exit status. */
     abstract int failed(PrintStream out, PrintStream err, String kind, String message, int code);
 
     /**
-     * The URL a client on this machine reaches a listener bound to {@code bindHost} at, as the Python package's
-     * {@code bridge.client_url} gives it: a wildcard address becomes the loopback one.
+     * The URL a client on this machine reaches a listener bound to {@code bindHost} at: a wildcard address becomes the
+     * loopback one. The one place the rule lives; the Python process bridge takes it from the ready line.
      */
     static String clientUrl(String bindHost, int port) {
         String host;

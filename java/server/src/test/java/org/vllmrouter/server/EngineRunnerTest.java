@@ -94,6 +94,8 @@ class EngineRunnerTest {
             assertNotEquals(0, ready.get("port").asInt());
             assertNotEquals(0, ready.get("metrics_port").asInt());
             assertEquals("http://127.0.0.1:" + ready.get("port").asInt(), ready.get("url").asText());
+            assertEquals(ready.get("url").asText(), ready.get("client_url").asText(),
+                    "a loopback bind is reached as is");
             String stream = "{\"prompt\":\"drain me\",\"max_tokens\":4,\"stream\":true}";
             try (Socket client = new Socket("127.0.0.1", ready.get("port").asInt())) {
                 client.setSoTimeout(30_000);

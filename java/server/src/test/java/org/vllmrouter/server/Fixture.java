@@ -6,6 +6,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.config.StartEnvironment;
+import org.vllmrouter.core.settings.RouterSettings;
 
 /** Router configurations for tests: ephemeral ports, sticky routing, fast health checks. */
 final class Fixture {
@@ -29,19 +31,25 @@ final class Fixture {
         return RouterConfig.fromJson(TestHttp.JSON.writeValueAsString(fields));
     }
 
+    /** The settings {@code fields} give, in this process's environment. */
+    static RouterSettings settings(Map<String, Object> fields) throws Exception {
+        return RouterSettings.of(config(fields), StartEnvironment.current());
+    }
+
     static RouterServer start(Map<String, Object> fields) throws Exception {
         return RouterServer.start(config(fields));
     }
 
     /** A router whose limiter never refills by itself: only a finished request gives its token back. */
     static RouterServer startWithFrozenLimiter(Map<String, Object> fields) throws Exception {
-        return RouterServer.start(config(fields), RouterServer.Options.DEFAULTS.withLimiterClock(Ticker.newMockTicker()));
+        return RouterServer.start(settings(fields),
+                RouterServer.Options.DEFAULTS.withLimiterClock(Ticker.newMockTicker()));
     }
 
     /** A router that gives a client {@code clientReadTimeout} to send each request. */
     static RouterServer startWithClientReadTimeout(Map<String, Object> fields, Duration clientReadTimeout)
             throws Exception {
-        return RouterServer.start(config(fields),
+        return RouterServer.start(settings(fields),
                 RouterServer.Options.DEFAULTS.withClientReadTimeout(clientReadTimeout));
     }
 }

@@ -348,7 +348,7 @@ class KvAwareTest {
         try (TlsFront front = TlsFront.start(ca.issue("localhost").serverContext(), mock.worker(0).port())) {
             Map<String, Object> cfg = Fixture.base(List.of(front.url()));
             cfg.put("policy", "kv_aware");
-            router = RouterServer.start(Fixture.config(cfg),
+            router = RouterServer.start(Fixture.settings(cfg),
                     RouterServer.Options.DEFAULTS.withWorkerTls(WorkerTls.trusting(ca.writeCaBundle(dir))));
             assertTrue(ResilienceTest.eventually(() -> router.kvPlacement().sources().size() == 1),
                     "the https worker's KV source is subscribed");

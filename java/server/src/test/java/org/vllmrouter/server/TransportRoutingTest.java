@@ -28,6 +28,7 @@ import org.vllmrouter.mock.MockConfig;
 import org.vllmrouter.mock.MockWorker;
 import org.vllmrouter.mock.MockWorkers;
 import org.vllmrouter.server.proxy.Transport;
+import org.vllmrouter.core.config.StartEnvironment;
 
 /** A router on each socket transport this machine can run, over real sockets (the rest of the suite runs on the default one). */
 @ExtendWith(NoLeaks.class)
@@ -72,14 +73,15 @@ class TransportRoutingTest {
         ROUTER_LOG.addHandler(capture);
         RouterServer started;
         try {
-            started = RouterServer.start(Fixture.config(cfg), RouterServer.Options.DEFAULTS.withTransport(transport));
+            started = RouterServer.start(Fixture.settings(cfg), RouterServer.Options.DEFAULTS.withTransport(transport));
         } finally {
             ROUTER_LOG.removeHandler(capture);
             ROUTER_LOG.setLevel(level);
         }
         try (RouterServer router = started) {
             // Which transport runs is in the start-up log, since auto's choice depends on the kernel.
-            int loops = EventLoopCount.fromEnvironment();
+            int loops = EventLoopCount.resolve(StartEnvironment.current().eventLoops(),
+                    Runtime.getRuntime().availableProcessors());
             assertTrue(logged.contains("Event loops: " + loops + " on " + transport.label()), logged.toString());
             String base = router.url();
             assertEquals(200, TestHttp.get(base + "/health").statusCode());
@@ -124,7 +126,7 @@ class TransportRoutingTest {
         List<Socket> clients = new ArrayList<>();
         try {
             for (int round = 0; round < 10; round++) {
-                RouterServer router = RouterServer.start(Fixture.config(Fixture.base(mock.urls())),
+                RouterServer router = RouterServer.start(Fixture.settings(Fixture.base(mock.urls())),
                         RouterServer.Options.DEFAULTS.withTransport(transport));
                 try {
                     for (int c = 0; c < 4; c++) {

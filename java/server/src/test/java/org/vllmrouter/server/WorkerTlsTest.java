@@ -63,7 +63,7 @@ class WorkerTlsTest {
     }
 
     private static RouterServer router(Map<String, Object> cfg) throws Exception {
-        return RouterServer.start(Fixture.config(cfg),
+        return RouterServer.start(Fixture.settings(cfg),
                 RouterServer.Options.DEFAULTS.withWorkerTls(WorkerTls.trusting(trustedBundle)));
     }
 
@@ -191,7 +191,7 @@ class WorkerTlsTest {
         Map<String, Object> cfg = Fixture.base(List.of(mock.worker(1).url()));
         cfg.put("worker_startup_timeout_secs", 1);
         try (TlsFront front = TlsFront.start(trustedCa.issue("localhost").serverContext(), mock.worker(1).port());
-             RouterServer router = RouterServer.start(Fixture.config(cfg),
+             RouterServer router = RouterServer.start(Fixture.settings(cfg),
                      RouterServer.Options.DEFAULTS.withWorkerTls(WorkerTls.trusting(missing)))) {
             HttpResponse<String> added = TestHttp.post(router.url() + "/add_worker?url=" + front.url(), "");
             assertEquals(400, added.statusCode());

@@ -38,11 +38,20 @@ record ConfigContract(List<Field> fields, String defaultsJson) {
      * @param defaultValue the dataclass default, a JSON value as {@link JsonValues} holds one
      * @param flagDefault the command line's default where it differs from {@code defaultValue}, else null
      * @param choices the values the field's flag accepts when it is restricted to a set, else empty
+     * @param range the bounds a value must lie within, else null
+     * @param refusal the message a true value is refused with, else null
      */
     record Field(String name, JsonType type, boolean nullable, Object defaultValue, Object flagDefault,
-                 List<String> choices) {
+                 List<String> choices, Range range, String refusal) {
         Field {
             choices = choices == null ? List.of() : List.copyOf(choices);
+        }
+    }
+
+    /** Inclusive bounds of a whole-number field, and the message for a value outside them. */
+    record Range(long min, long max, String message) {
+        boolean contains(long value) {
+            return value >= min && value <= max;
         }
     }
 
@@ -86,8 +95,12 @@ record ConfigContract(List<Field> fields, String defaultsJson) {
                         choices.add((String) choice);
                     }
                 }
+                Map<?, ?> range = (Map<?, ?>) f.get("range");
                 fields.add(new Field((String) f.get("name"), JsonType.of((String) f.get("type")),
-                        (Boolean) f.get("nullable"), f.get("default"), f.get("flag_default"), choices));
+                        (Boolean) f.get("nullable"), f.get("default"), f.get("flag_default"), choices,
+                        range == null ? null : new Range((Long) range.get("min"), (Long) range.get("max"),
+                                (String) range.get("message")),
+                        (String) f.get("refusal")));
             }
             return new ConfigContract(fields, (String) top.get("defaults_json"));
         } catch (ClassCastException | NullPointerException | IllegalArgumentException e) {

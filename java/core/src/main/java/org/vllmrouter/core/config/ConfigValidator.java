@@ -94,8 +94,10 @@ final class ConfigValidator {
             }
         }
         Integer affinityTtl = c.kvAwareSessionAffinityTtlSecs();
-        if (affinityTtl != null && (affinityTtl < 1 || affinityTtl > 31_536_000)) {
-            throw new ConfigException("kv_aware_session_affinity_ttl_secs must be between 1 and 31536000");
+        ConfigContract.Range affinityTtlRange =
+                ConfigContract.get().field("kv_aware_session_affinity_ttl_secs").range();
+        if (affinityTtl != null && !affinityTtlRange.contains(affinityTtl)) {
+            throw new ConfigException(affinityTtlRange.message());
         }
         nonNegative("worker_startup_timeout_secs", c.workerStartupTimeoutSecs());
         nonNegative("worker_startup_check_interval", c.workerStartupCheckInterval());

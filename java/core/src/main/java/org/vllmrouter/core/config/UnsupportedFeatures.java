@@ -17,7 +17,8 @@ final class UnsupportedFeatures {
 
     static void check(RouterConfig c) throws ConfigException {
         if (c.miniLb()) {
-            throw unsupported("--mini-lb", "upstream's Python debug balancer is not part of this package; use --vllm-pd-disaggregation");
+            // Python's launch_router refuses it first, in the words the contract carries for both.
+            throw new ConfigException(ConfigContract.get().field("mini_lb").refusal());
         }
         if (c.enableIgw()) {
             throw unsupported("--enable-igw", "the multi-model inference-gateway mode is not built");

@@ -9,7 +9,6 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import org.vllmrouter.core.config.PolicyNames;
-import org.vllmrouter.core.config.RouterConfig;
 import org.vllmrouter.core.worker.Worker;
 
 /**
@@ -26,11 +25,6 @@ public final class CacheAwarePolicy implements LoadBalancingPolicy {
                            int evictionIntervalSecs, long maxTreeSize) {
         /** Upstream's library defaults, used when a policy is built without CLI values (per-model hints). */
         public static final Settings LIBRARY_DEFAULTS = new Settings(0.5, 32, 1.1, 30, 10000);
-
-        public static Settings from(RouterConfig cfg) {
-            return new Settings(cfg.cacheThreshold(), cfg.balanceAbsThreshold(), cfg.balanceRelThreshold(),
-                    cfg.evictionIntervalSecs(), cfg.maxTreeSize());
-        }
     }
 
     private static final ScheduledExecutorService EVICTION = Executors.newSingleThreadScheduledExecutor(r -> {

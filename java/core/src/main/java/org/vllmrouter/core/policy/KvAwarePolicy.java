@@ -14,7 +14,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.LongAdder;
 import org.vllmrouter.core.config.PolicyNames;
-import org.vllmrouter.core.config.RouterConfig;
 import org.vllmrouter.core.worker.Worker;
 
 /**
@@ -42,12 +41,6 @@ public final class KvAwarePolicy implements LoadBalancingPolicy {
         /** Without session affinity. */
         public Settings(double temperature, double creditHost, double creditExternal, double creditDisk) {
             this(temperature, creditHost, creditExternal, creditDisk, null);
-        }
-
-        public static Settings from(RouterConfig cfg) {
-            Integer ttl = cfg.kvAwareSessionAffinityTtlSecs();
-            return new Settings(cfg.routerTemperature(), cfg.kvPenaltyHost(), cfg.kvPenaltyExternal(),
-                    cfg.kvPenaltyDisk(), ttl == null ? null : Duration.ofSeconds(ttl));
         }
     }
 

@@ -5,19 +5,17 @@ import java.util.Set;
 import java.util.function.BiFunction;
 import java.util.function.Supplier;
 import org.vllmrouter.core.config.PolicyNames;
-import org.vllmrouter.core.config.RouterConfig;
 import org.vllmrouter.core.session.SessionTable;
-import org.vllmrouter.core.session.SessionStores;
 
 /** Builds a fresh policy instance by name. */
 public final class Policies {
     /** Each policy name of the config contract and how to build its implementation; a test keeps the two in step. */
-    private static final Map<String, BiFunction<RouterConfig, Supplier<SessionTable>, LoadBalancingPolicy>>
+    private static final Map<String, BiFunction<PolicySettings, Supplier<SessionTable>, LoadBalancingPolicy>>
             IMPLEMENTATIONS = Map.of(
             PolicyNames.RANDOM, (cfg, sessions) -> new RandomPolicy(),
             PolicyNames.ROUND_ROBIN, (cfg, sessions) -> new RoundRobinPolicy(),
-            PolicyNames.CACHE_AWARE, (cfg, sessions) -> new CacheAwarePolicy(CacheAwarePolicy.Settings.from(cfg)),
-            PolicyNames.KV_AWARE, (cfg, sessions) -> new KvAwarePolicy(KvAwarePolicy.Settings.from(cfg)),
+            PolicyNames.CACHE_AWARE, (cfg, sessions) -> new CacheAwarePolicy(cfg.cacheAware()),
+            PolicyNames.KV_AWARE, (cfg, sessions) -> new KvAwarePolicy(cfg.kvAware()),
             PolicyNames.POWER_OF_TWO, (cfg, sessions) -> new PowerOfTwoPolicy(),
             PolicyNames.CONSISTENT_HASH, (cfg, sessions) -> new ConsistentHashPolicy(),
             PolicyNames.STICKY_LEAST_LOADED, (cfg, sessions) -> new StickyLeastLoadedPolicy(sessions.get()),
@@ -26,15 +24,13 @@ public final class Policies {
     private Policies() {
     }
 
-    /** A new instance of policy {@code name} configured from {@code cfg}, sessions in memory; unknown names are rejected. */
-    public static LoadBalancingPolicy create(String name, RouterConfig cfg) {
-        return create(name, cfg,
-                () -> SessionStores.memory(StickyLeastLoadedPolicy.configuredTtl(), cfg.maxSessions()).table(""));
-    }
-
-    /** As {@link #create(String, RouterConfig)}, a session-keeping policy taking its table from {@code sessions}. */
-    public static LoadBalancingPolicy create(String name, RouterConfig cfg, Supplier<SessionTable> sessions) {
-        BiFunction<RouterConfig, Supplier<SessionTable>, LoadBalancingPolicy> implementation = IMPLEMENTATIONS.get(name);
+    /**
+     * A new instance of policy {@code name} configured from {@code cfg}, a session-keeping one taking its table from
+     * {@code sessions}; unknown names are rejected.
+     */
+    public static LoadBalancingPolicy create(String name, PolicySettings cfg, Supplier<SessionTable> sessions) {
+        BiFunction<PolicySettings, Supplier<SessionTable>, LoadBalancingPolicy> implementation =
+                IMPLEMENTATIONS.get(name);
         if (implementation == null) {
             throw new IllegalArgumentException("Unknown policy '" + name + "'; expected one of "
                     + String.join(", ", PolicyNames.ALL));

@@ -7,10 +7,8 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.logging.Logger;
 import org.vllmrouter.core.config.PolicyNames;
-import org.vllmrouter.core.config.RouterConfig;
 import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.session.SessionStore;
-import org.vllmrouter.core.session.SessionStores;
 
 /**
  * The policy instances of one router: the default policy, optional per-model policies, and separate
@@ -22,19 +20,14 @@ import org.vllmrouter.core.session.SessionStores;
 public final class PolicyRegistry implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(PolicyRegistry.class.getName());
 
-    private final RouterConfig config;
+    private final PolicySettings config;
     private final SessionStore sessionStore;
     private final LoadBalancingPolicy defaultPolicy;
     private final LoadBalancingPolicy prefillPolicy;
     private final LoadBalancingPolicy decodePolicy;
     private final Map<String, LoadBalancingPolicy> byModel = new ConcurrentHashMap<>();
 
-    /** Sessions in this process's memory. */
-    public PolicyRegistry(RouterConfig cfg) {
-        this(cfg, SessionStores.memory(StickyLeastLoadedPolicy.configuredTtl(), cfg.maxSessions()));
-    }
-
-    public PolicyRegistry(RouterConfig cfg, SessionStore sessionStore) {
+    public PolicyRegistry(PolicySettings cfg, SessionStore sessionStore) {
         this.config = cfg;
         this.sessionStore = sessionStore;
         this.defaultPolicy = Policies.create(cfg.policy(), cfg, () -> sessionStore.table("default"));
@@ -50,7 +43,7 @@ public final class PolicyRegistry implements AutoCloseable {
      * drop-in command line must still start, but a user who expected sessions to stick should hear that they won't.
      */
     private void warnIfAffinityTtlHasNoKvAwarePolicy() {
-        if (config.kvAwareSessionAffinityTtlSecs() == null) {
+        if (config.kvAware().affinityTtl() == null) {
             return;
         }
         if (List.of(defaultPolicy, prefillPolicy, decodePolicy).stream().noneMatch(p -> p.name().equals(PolicyNames.KV_AWARE))) {

@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.function.LongSupplier;
 import org.vllmrouter.core.config.PolicyNames;
+import org.vllmrouter.core.config.StartEnvironment;
 import org.vllmrouter.core.hash.Rendezvous;
 import org.vllmrouter.core.session.InMemorySessionTable;
 import org.vllmrouter.core.session.SessionStats;
@@ -20,7 +21,6 @@ import org.vllmrouter.core.worker.Worker;
  * 'sticky_least_loaded invariants'.
  */
 public final class StickyLeastLoadedPolicy implements LoadBalancingPolicy {
-    public static final String TTL_ENV = "VLLM_ROUTER_SLL_SESSION_EXPIRATION_IN_S";
     public static final long DEFAULT_TTL_SECONDS = 7200;
 
     private static final System.Logger LOG = System.getLogger(StickyLeastLoadedPolicy.class.getName());
@@ -28,22 +28,12 @@ public final class StickyLeastLoadedPolicy implements LoadBalancingPolicy {
 
     private final SessionTable sessions;
 
-    /** TTL from {@value #TTL_ENV} (default {@value #DEFAULT_TTL_SECONDS} s), system clock. */
-    public StickyLeastLoadedPolicy() {
-        this(configuredTtl(), System::nanoTime);
-    }
-
     public StickyLeastLoadedPolicy(Duration ttl, LongSupplier nanoClock) {
         this(new InMemorySessionTable(ttl, nanoClock));
     }
 
     public StickyLeastLoadedPolicy(SessionTable sessions) {
         this.sessions = sessions;
-    }
-
-    /** The session TTL this process is configured with: {@value #TTL_ENV}, else the default. */
-    public static Duration configuredTtl() {
-        return Duration.ofSeconds(ttlSeconds(System.getenv(TTL_ENV)));
     }
 
     /**
@@ -63,7 +53,7 @@ public final class StickyLeastLoadedPolicy implements LoadBalancingPolicy {
             // Reported below, like a negative value.
         }
         LOG.log(Level.WARNING, "SLL: ignoring {0}=''{1}'' (not a non-negative integer); using {2} s",
-                TTL_ENV, raw, String.valueOf(DEFAULT_TTL_SECONDS));
+                StartEnvironment.SESSION_TTL_VARIABLE, raw, String.valueOf(DEFAULT_TTL_SECONDS));
         return DEFAULT_TTL_SECONDS;
     }
 

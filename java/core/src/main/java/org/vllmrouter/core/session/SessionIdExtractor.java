@@ -8,6 +8,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import org.vllmrouter.core.config.RouterConfig;
 
 /**
  * Finds a request's session id (upstream's {@code extract_session_id}, new version) and its top-level
@@ -21,12 +22,13 @@ import java.util.Map;
  * contributes nothing.
  */
 public final class SessionIdExtractor {
-    /** Header names that carry a session id upstream, highest priority first. */
-    public static final List<String> SESSION_HEADERS = List.of(
-            "x-session-id", "x-user-id", "x-tenant-id", "x-correlation-id", "x-request-id", "x-trace-id");
-    /** Body fields that carry a session id upstream, highest priority first. */
-    public static final List<String> SESSION_BODY_FIELDS =
-            List.of("session_params.session_id", "user", "session_id", "user_id");
+    /**
+     * Header names that carry a session id upstream, highest priority first: the default of
+     * {@code session_id_headers}, which the config contract carries from the Python {@code RouterArgs}.
+     */
+    public static final List<String> SESSION_HEADERS = RouterConfig.defaults().sessionIdHeaders();
+    /** Body fields that carry a session id upstream, highest priority first: the default of the body fields flag. */
+    public static final List<String> SESSION_BODY_FIELDS = RouterConfig.defaults().sessionIdBodyFields();
     /** Longest accepted session id, in UTF-8 bytes. */
     public static final int MAX_SESSION_ID_BYTES = 1024;
     /** Upstream's sources: {@link #SESSION_HEADERS}, then {@link #SESSION_BODY_FIELDS}. */

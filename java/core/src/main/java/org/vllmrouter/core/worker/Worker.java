@@ -1,11 +1,9 @@
 package org.vllmrouter.core.worker;
 
 import java.util.List;
-import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
-import org.vllmrouter.core.config.RouterConfig;
 import org.vllmrouter.core.config.UrlRedaction;
 
 /**
@@ -228,18 +226,10 @@ public final class Worker {
             return this;
         }
 
-        /**
-         * Health thresholds and circuit breaker settings from the router configuration. Upstream does not
-         * validate the health thresholds, so 0 is taken as 1 (one result flips the state) rather than refused.
-         */
-        public Builder config(RouterConfig cfg) {
-            healthThresholds(Math.max(1, cfg.healthFailureThreshold()), Math.max(1, cfg.healthSuccessThreshold()));
-            return circuitBreaker(new CircuitBreaker.Config(
-                    Math.max(1, cfg.cbFailureThreshold()),
-                    Math.max(1, cfg.cbSuccessThreshold()),
-                    Duration.ofSeconds(Math.max(0, cfg.cbTimeoutDurationSecs())),
-                    Duration.ofSeconds(Math.max(1, cfg.cbWindowDurationSecs())),
-                    !cfg.disableCircuitBreaker()));
+        /** Health thresholds and circuit breaker from the router's settings. */
+        public Builder settings(WorkerSettings settings) {
+            healthThresholds(settings.healthFailureThreshold(), settings.healthSuccessThreshold());
+            return circuitBreaker(settings.circuitBreaker());
         }
 
         public Worker build() {

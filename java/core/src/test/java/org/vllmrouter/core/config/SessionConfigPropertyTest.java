@@ -35,8 +35,9 @@ class SessionConfigPropertyTest {
     @Test
     void theDefaultsAreUpstreamsSources() {
         RouterConfig c = RouterConfig.defaults();
-        assertEquals(SessionIdExtractor.SESSION_HEADERS, c.sessionIdHeaders());
-        assertEquals(SessionIdExtractor.SESSION_BODY_FIELDS, c.sessionIdBodyFields());
+        assertEquals(List.of("x-session-id", "x-user-id", "x-tenant-id", "x-correlation-id", "x-request-id",
+                "x-trace-id"), c.sessionIdHeaders());
+        assertEquals(List.of("session_params.session_id", "user", "session_id", "user_id"), c.sessionIdBodyFields());
         assertEquals(1_000_000, c.maxSessions());
     }
 

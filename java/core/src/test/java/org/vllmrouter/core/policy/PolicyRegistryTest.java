@@ -26,6 +26,21 @@ import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRole;
 
 class PolicyRegistryTest {
+    private static final PolicySettings DEFAULTS = PolicySettings.from(RouterConfig.defaults());
+
+    /** A registry of the policies {@code json} configures, sessions in memory. */
+    private static PolicyRegistry registry(String json) throws Exception {
+        return new PolicyRegistry(PolicySettings.from(RouterConfig.fromJson(json)), memoryStore());
+    }
+
+    private static SessionStore memoryStore() {
+        return SessionStores.memory(Duration.ofSeconds(StickyLeastLoadedPolicy.DEFAULT_TTL_SECONDS),
+                RouterConfig.defaults().maxSessions());
+    }
+
+    private static SessionTable memoryTable() {
+        return memoryStore().table("");
+    }
 
     /** Accepted with any policy (0.1.17 does), but said at start when no kv_aware policy will read it. */
     @Test
@@ -57,7 +72,7 @@ class PolicyRegistryTest {
             }
         };
         log.addHandler(capture);
-        try (PolicyRegistry ignored = new PolicyRegistry(RouterConfig.fromJson(json))) {
+        try (PolicyRegistry ignored = registry(json)) {
             return warnings;
         } finally {
             log.removeHandler(capture);
@@ -66,7 +81,7 @@ class PolicyRegistryTest {
 
     @Test
     void prefillAndDecodeAreNewInstancesOfTheInheritedPolicy() throws Exception {
-        try (PolicyRegistry reg = new PolicyRegistry(RouterConfig.fromJson("{\"policy\": \"sticky_least_loaded\"}"))) {
+        try (PolicyRegistry reg = registry("{\"policy\": \"sticky_least_loaded\"}")) {
             assertInstanceOf(StickyLeastLoadedPolicy.class, reg.prefillPolicy());
             assertInstanceOf(StickyLeastLoadedPolicy.class, reg.decodePolicy());
             assertNotSame(reg.prefillPolicy(), reg.decodePolicy());
@@ -104,7 +119,7 @@ class PolicyRegistryTest {
             }
         };
         RouterConfig cfg = RouterConfig.fromJson("{\"policy\": \"sticky_least_loaded\", \"decode_policy\": \"random\"}");
-        try (PolicyRegistry reg = new PolicyRegistry(cfg, recording)) {
+        try (PolicyRegistry reg = new PolicyRegistry(PolicySettings.from(cfg), recording)) {
             reg.setModelPolicy("llama", PolicyNames.STICKY_LEAST_LOADED);
             reg.setModelPolicy("other", PolicyNames.ROUND_ROBIN);
             assertEquals(List.of("default", "prefill", "model:llama"), scopes);
@@ -115,8 +130,8 @@ class PolicyRegistryTest {
 
     @Test
     void explicitRolePoliciesWin() throws Exception {
-        try (PolicyRegistry reg = new PolicyRegistry(RouterConfig.fromJson(
-                "{\"policy\": \"random\", \"prefill_policy\": \"round_robin\", \"decode_policy\": \"power_of_two\"}"))) {
+        try (PolicyRegistry reg = registry(
+                "{\"policy\": \"random\", \"prefill_policy\": \"round_robin\", \"decode_policy\": \"power_of_two\"}")) {
             assertEquals(PolicyNames.RANDOM, reg.defaultPolicy().name());
             assertEquals(PolicyNames.ROUND_ROBIN, reg.prefillPolicy().name());
             assertEquals(PolicyNames.POWER_OF_TWO, reg.decodePolicy().name());
@@ -125,7 +140,7 @@ class PolicyRegistryTest {
 
     @Test
     void perModelPoliciesAndFallbackToDefault() throws Exception {
-        try (PolicyRegistry reg = new PolicyRegistry(RouterConfig.fromJson("{\"policy\": \"round_robin\"}"))) {
+        try (PolicyRegistry reg = registry("{\"policy\": \"round_robin\"}")) {
             LoadBalancingPolicy m = reg.setModelPolicy("m", PolicyNames.STICKY_LEAST_LOADED);
             assertSame(m, reg.setModelPolicy("m", PolicyNames.RANDOM), "first setting wins");
             assertSame(m, reg.policyFor("m"));
@@ -138,7 +153,7 @@ class PolicyRegistryTest {
 
     @Test
     void finishSessionFansOutToEveryInstanceAndStatsSumThem() throws Exception {
-        try (PolicyRegistry reg = new PolicyRegistry(RouterConfig.fromJson("{\"policy\": \"sticky_least_loaded\"}"))) {
+        try (PolicyRegistry reg = registry("{\"policy\": \"sticky_least_loaded\"}")) {
             List<Worker> prefill = List.of(Worker.builder("http://p0:1").role(WorkerRole.PREFILL).build(),
                     Worker.builder("http://p1:1").role(WorkerRole.PREFILL).build());
             List<Worker> decode = List.of(Worker.builder("http://d0:1").role(WorkerRole.DECODE).build(),
@@ -171,7 +186,7 @@ class PolicyRegistryTest {
 
     @Test
     void aRegistryMixingPoliciesCountsAndSweepsOnlyTheSessionsOfThoseThatKeepThem() throws Exception {
-        try (PolicyRegistry reg = new PolicyRegistry(RouterConfig.fromJson("{\"policy\": \"cache_aware\"}"))) {
+        try (PolicyRegistry reg = registry("{\"policy\": \"cache_aware\"}")) {
             List<Worker> regular = List.of(Worker.builder("http://r0:1").build(), Worker.builder("http://r1:1").build());
             LoadBalancingPolicy sticky = reg.setModelPolicy("m", PolicyNames.STICKY_LEAST_LOADED);
             reg.defaultPolicy().select(regular, RoutingRequest.of("s0", null, "a prompt"));
@@ -188,7 +203,7 @@ class PolicyRegistryTest {
     /** PD: each role pins and balances sessions independently, whatever the prompt of each turn. */
     @Test
     void pdSessionsStickToTheirPairAcrossTurnsAndBalanceOnBothRoles() throws Exception {
-        try (PolicyRegistry reg = new PolicyRegistry(RouterConfig.fromJson("{\"policy\": \"sticky_least_loaded\"}"))) {
+        try (PolicyRegistry reg = registry("{\"policy\": \"sticky_least_loaded\"}")) {
             List<Worker> prefill = List.of(Worker.builder("http://p0:1").role(WorkerRole.PREFILL).build(),
                     Worker.builder("http://p1:1").role(WorkerRole.PREFILL).build());
             List<Worker> decode = List.of(Worker.builder("http://d0:1").role(WorkerRole.DECODE).build(),
@@ -223,7 +238,7 @@ class PolicyRegistryTest {
     void everyContractPolicyHasAnImplementationAndEveryImplementationAContractName() {
         assertEquals(Set.copyOf(PolicyNames.ALL), Policies.implemented());
         for (String name : Policies.implemented()) {
-            LoadBalancingPolicy policy = Policies.create(name, RouterConfig.defaults());
+            LoadBalancingPolicy policy = Policies.create(name, DEFAULTS, PolicyRegistryTest::memoryTable);
             assertEquals(name, policy.name());
             if (policy instanceof CacheAwarePolicy cacheAware) {
                 cacheAware.close();
@@ -234,12 +249,12 @@ class PolicyRegistryTest {
     @Test
     void everyPolicyNameBuilds() throws Exception {
         for (String name : PolicyNames.ALL) {
-            try (PolicyRegistry reg = new PolicyRegistry(RouterConfig.fromJson("{\"policy\": \"" + name + "\"}"))) {
+            try (PolicyRegistry reg = registry("{\"policy\": \"" + name + "\"}")) {
                 assertEquals(name, reg.defaultPolicy().name());
             }
         }
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> Policies.create("nope", RouterConfig.defaults()));
+                () -> Policies.create("nope", DEFAULTS, PolicyRegistryTest::memoryTable));
         assertTrue(e.getMessage().contains("Unknown policy 'nope'"));
     }
 }

@@ -79,10 +79,11 @@ class WorkerTest {
     }
 
     @Test
-    void configuresFromRouterConfig() throws Exception {
+    void configuresFromItsSettings() throws Exception {
         RouterConfig cfg = RouterConfig.fromJson("{\"cb_failure_threshold\": 2, \"cb_success_threshold\": 4,"
                 + " \"cb_timeout_duration_secs\": 7, \"cb_window_duration_secs\": 9, \"disable_circuit_breaker\": true}");
-        CircuitBreaker.Config cb = Worker.builder("http://h:1").config(cfg).build().circuitBreaker().config();
+        CircuitBreaker.Config cb = Worker.builder("http://h:1").settings(WorkerSettings.from(cfg)).build()
+                .circuitBreaker().config();
         assertEquals(new CircuitBreaker.Config(2, 4, Duration.ofSeconds(7), Duration.ofSeconds(9), false), cb);
     }
 

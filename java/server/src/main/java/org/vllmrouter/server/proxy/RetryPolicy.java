@@ -1,7 +1,7 @@
 package org.vllmrouter.server.proxy;
 
 import java.util.concurrent.ThreadLocalRandom;
-import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.settings.RetrySettings;
 
 /**
  * Upstream's retry settings: {@code maxAttempts} counts attempts (1 means no retry), the backoff before attempt n+1 is
@@ -12,10 +12,10 @@ public record RetryPolicy(int maxAttempts, long initialBackoffMs, long maxBackof
     public static final RetryPolicy NONE = new RetryPolicy(1, 0, 0, 1, 0);
 
     /** The configured retries; {@code disable_retries} means a single attempt. */
-    public static RetryPolicy from(RouterConfig config) {
-        int attempts = config.disableRetries() ? 1 : Math.max(1, config.retryMaxRetries());
-        return new RetryPolicy(attempts, config.retryInitialBackoffMs(), config.retryMaxBackoffMs(),
-                config.retryBackoffMultiplier(), config.retryJitterFactor());
+    public static RetryPolicy from(RetrySettings settings) {
+        int attempts = settings.disabled() ? 1 : Math.max(1, settings.maxRetries());
+        return new RetryPolicy(attempts, settings.initialBackoffMs(), settings.maxBackoffMs(),
+                settings.backoffMultiplier(), settings.jitterFactor());
     }
 
     static boolean retryableStatus(int status) {

@@ -25,6 +25,7 @@ import java.util.Optional;
 import java.util.function.Function;
 import java.util.function.Supplier;
 import java.util.stream.Collectors;
+import org.vllmrouter.core.config.StartEnvironment;
 
 /**
  * The socket layer under the router's event loops: io_uring where the kernel allows it, else epoll, else the JDK's
@@ -49,7 +50,7 @@ public enum Transport {
             EpollSocketChannel.class),
     NIO("nio", NioIoHandler.class, NioIoHandler::newFactory, NioServerSocketChannel.class, NioSocketChannel.class);
 
-    public static final String ENVIRONMENT_VARIABLE = "VLLM_ROUTER_TRANSPORT";
+    public static final String ENVIRONMENT_VARIABLE = StartEnvironment.TRANSPORT_VARIABLE;
     static final String AUTO = "auto";
 
     private final String label;
@@ -85,7 +86,8 @@ public enum Transport {
     }
 
     /**
-     * The transport that {@code requested} (the environment variable's value; null or blank means {@code auto})
+     * The transport that {@code requested} (the environment variable's value, {@link StartEnvironment#transport()};
+     * null or blank means {@code auto})
      * names; {@code auto} is the first of io_uring, epoll and NIO that runs here.
      *
      * @throws IllegalArgumentException naming the accepted values, or why the named transport cannot run here
@@ -117,11 +119,6 @@ public enum Transport {
         throw new IllegalArgumentException(ENVIRONMENT_VARIABLE + " must be one of " + AUTO + ", "
                 + Arrays.stream(values()).map(Transport::label).collect(Collectors.joining(", "))
                 + "; got '" + requested + "'");
-    }
-
-    /** The transport the environment asks for (see {@link #resolve}). */
-    public static Transport fromEnvironment() {
-        return resolve(System.getenv(ENVIRONMENT_VARIABLE));
     }
 
     public EventLoopGroup newGroup(int threads, String name) {

@@ -26,6 +26,7 @@ import java.util.Collection;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicReference;
+import org.vllmrouter.core.config.StartEnvironment;
 import javax.net.ssl.SSLException;
 import javax.net.ssl.TrustManager;
 import javax.net.ssl.TrustManagerFactory;
@@ -45,19 +46,13 @@ import org.vllmrouter.core.config.UrlRedaction;
  */
 public final class WorkerTls {
     /** Names a PEM bundle of CAs to trust besides the JVM's own. */
-    public static final String CERT_FILE_VARIABLE = "SSL_CERT_FILE";
+    public static final String CERT_FILE_VARIABLE = StartEnvironment.CERT_FILE_VARIABLE;
 
     private final Path certFile;
     private final AtomicReference<CompletableFuture<SslContext>> context = new AtomicReference<>();
 
     private WorkerTls(Path certFile) {
         this.certFile = certFile;
-    }
-
-    /** The JVM's trusted CAs, plus those of the bundle {@code SSL_CERT_FILE} names when it is set and not empty. */
-    public static WorkerTls fromEnvironment() {
-        String certFile = System.getenv(CERT_FILE_VARIABLE);
-        return trusting(certFile == null || certFile.isEmpty() ? null : Path.of(certFile));
     }
 
     /** The JVM's trusted CAs plus the certificates of the PEM bundle {@code certFile} (none when null). */

@@ -5,6 +5,7 @@ import io.netty.util.concurrent.Ticker;
 import java.util.ArrayDeque;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import org.vllmrouter.core.settings.AdmissionSettings;
 
 /**
  * Upstream's limiter for inference routes: a token bucket (capacity {@code max_concurrent_requests}, refilled at
@@ -35,13 +36,13 @@ public final class AdmissionLimiter {
     private long lastRefill;
     private ScheduledFuture<?> drain;
 
-    public AdmissionLimiter(int maxConcurrent, Integer tokensPerSecond, int queueSize, int queueTimeoutSecs, EventExecutor scheduler,
-                     Ticker clock) {
-        this.capacity = Math.max(1, maxConcurrent);
+    public AdmissionLimiter(AdmissionSettings settings, EventExecutor scheduler, Ticker clock) {
+        this.capacity = Math.max(1, settings.maxConcurrentRequests());
+        Integer tokensPerSecond = settings.rateLimitTokensPerSecond();
         double perSecond = tokensPerSecond == null ? capacity : Math.max(1, tokensPerSecond);
         this.ratePerNano = perSecond / TimeUnit.SECONDS.toNanos(1);
-        this.queueSize = Math.max(0, queueSize);
-        this.queueTimeoutNanos = TimeUnit.SECONDS.toNanos(Math.max(0, queueTimeoutSecs));
+        this.queueSize = Math.max(0, settings.queueSize());
+        this.queueTimeoutNanos = TimeUnit.SECONDS.toNanos(Math.max(0, settings.queueTimeoutSecs()));
         this.scheduler = scheduler;
         this.clock = clock;
         this.tokens = capacity;

@@ -12,7 +12,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Function;
-import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.settings.WorkerPoolSettings;
 import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRegistry;
 import org.vllmrouter.server.http.FrontendHandler;
@@ -30,11 +30,11 @@ final class ControlCalls {
     private final ControlClient client;
     private final HttpHeaders outbound = new DefaultHttpHeaders();
 
-    ControlCalls(RouterConfig config, WorkerRegistry workers, ControlClient client) {
+    ControlCalls(WorkerPoolSettings pool, WorkerRegistry workers, ControlClient client) {
         this.workers = workers;
         this.client = client;
-        if (config.apiKey() != null && !config.apiKey().isEmpty()) {
-            outbound.set(HttpHeaderNames.AUTHORIZATION, "Bearer " + config.apiKey());
+        if (pool.apiKey() != null && !pool.apiKey().isEmpty()) {
+            outbound.set(HttpHeaderNames.AUTHORIZATION, "Bearer " + pool.apiKey());
         }
     }
 

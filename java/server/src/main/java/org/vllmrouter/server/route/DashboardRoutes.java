@@ -20,7 +20,7 @@ import java.util.Base64;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.settings.DashboardSettings;
 import org.vllmrouter.core.policy.PolicyRegistry;
 import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.worker.Worker;
@@ -44,7 +44,7 @@ final class DashboardRoutes {
     private static final String RESOURCE = "dashboard.html";
     private static final String NOSNIFF = "nosniff";
 
-    private final RouterConfig config;
+    private final DashboardSettings config;
     private final WorkerRegistry workers;
     private final PolicyRegistry policies;
     private final ActivityWindow activity;
@@ -52,7 +52,8 @@ final class DashboardRoutes {
     private final byte[] page;
     private final String contentSecurityPolicy;
 
-    DashboardRoutes(RouterConfig config, WorkerRegistry workers, PolicyRegistry policies, ActivityWindow activity) {
+    DashboardRoutes(DashboardSettings config, WorkerRegistry workers, PolicyRegistry policies,
+                    ActivityWindow activity) {
         this.config = config;
         this.workers = workers;
         this.policies = policies;
@@ -102,7 +103,7 @@ final class DashboardRoutes {
         long healthy = all.stream().filter(Worker::isHealthy).count();
         return Json.object(g -> {
             g.writeStringField("policy", config.policy());
-            if (config.isPdMode()) {
+            if (config.pdMode()) {
                 g.writeStringField("prefill_policy", policies.prefillPolicy().name());
                 g.writeStringField("decode_policy", policies.decodePolicy().name());
             }

@@ -6,7 +6,7 @@ import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import java.util.Set;
-import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.settings.WorkerPoolSettings;
 import org.vllmrouter.core.policy.PolicyRegistry;
 import org.vllmrouter.core.policy.RoutingRequest;
 import org.vllmrouter.core.worker.WorkerRole;
@@ -36,9 +36,9 @@ final class FallbackRoute implements RouteHandler {
     private final RoutingInput input;
 
     /** {@code pd} null: a regular router. */
-    FallbackRoute(RouterConfig config, PolicyRegistry policies, Proxy proxy, RetryPolicy retry, PdRoutes pd,
+    FallbackRoute(WorkerPoolSettings pool, PolicyRegistry policies, Proxy proxy, RetryPolicy retry, PdRoutes pd,
                   RoutingInput input) {
-        String apiKey = config.apiKey();
+        String apiKey = pool.apiKey();
         this.outboundAuthorization = apiKey == null || apiKey.isEmpty() ? null : "Bearer " + apiKey;
         this.policies = policies;
         this.proxy = proxy;

@@ -24,7 +24,7 @@ import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.logging.Logger;
 import org.vllmrouter.core.config.PdMode;
-import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.settings.PdSettings;
 import org.vllmrouter.core.policy.LoadBalancingPolicy;
 import org.vllmrouter.core.policy.PolicyRegistry;
 import org.vllmrouter.core.policy.PrefixResidency;
@@ -71,19 +71,23 @@ final class PdRoutes {
     private final Duration stageTimeout;
     private final RoutingInput input;
     private final KvPlacement kv;
+    /** What the stages send as authorization; null for none. */
+    private final String stageAuthorization;
 
     /** {@code kv} null: no configured policy weighs prefixes, and none gets any. */
-    PdRoutes(RouterConfig config, WorkerRegistry workers, PolicyRegistry policies, Proxy proxy, WorkerCalls calls,
+    PdRoutes(PdSettings settings, WorkerRegistry workers, PolicyRegistry policies, Proxy proxy, WorkerCalls calls,
              RouterMetrics metrics, ControlClient client,
              RoutingInput input, KvPlacement kv) {
-        this.vllmMode = config.pdMode() == PdMode.VLLM;
+        this.vllmMode = settings.mode() == PdMode.VLLM;
+        String key = settings.openaiApiKey();
+        this.stageAuthorization = key == null || key.isEmpty() ? null : "Bearer " + key;
         this.workers = workers;
         this.policies = policies;
         this.proxy = proxy;
         this.calls = calls;
         this.client = client;
         this.metrics = metrics;
-        this.stageTimeout = Duration.ofSeconds(Math.max(1, config.requestTimeoutSecs()));
+        this.stageTimeout = Duration.ofSeconds(Math.max(1, settings.requestTimeoutSecs()));
         this.input = input;
         this.kv = kv;
     }
@@ -392,13 +396,12 @@ final class PdRoutes {
                 ProxiedRequest.NO_AVAILABLE_WORKERS));
     }
 
-    private static HttpHeaders stageHeaders(String requestId) {
+    private HttpHeaders stageHeaders(String requestId) {
         HttpHeaders headers = new DefaultHttpHeaders();
         headers.set(HttpHeaderNames.CONTENT_TYPE, HttpHeaderValues.APPLICATION_JSON);
         headers.set("X-Request-Id", requestId);
-        String key = System.getenv("OPENAI_API_KEY");
-        if (key != null && !key.isEmpty()) {
-            headers.set(HttpHeaderNames.AUTHORIZATION, "Bearer " + key);
+        if (stageAuthorization != null) {
+            headers.set(HttpHeaderNames.AUTHORIZATION, stageAuthorization);
         }
         return headers;
     }

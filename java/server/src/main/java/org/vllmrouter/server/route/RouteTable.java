@@ -9,7 +9,7 @@ import io.netty.handler.codec.http.HttpResponseStatus;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.settings.RouterSettings;
 import org.vllmrouter.core.policy.PolicyRegistry;
 import org.vllmrouter.core.session.SessionIdExtractor;
 import org.vllmrouter.core.worker.WorkerRegistry;
@@ -60,21 +60,21 @@ public final class RouteTable implements RequestHandler {
     private final RouterMetrics metrics;
 
     /** {@code client} makes every one-shot call to a worker: auth validation, PD stages, fan-outs, health waits. */
-    public RouteTable(RouterConfig config, WorkerRegistry workers, PolicyRegistry policies, WorkerFactory factory,
+    public RouteTable(RouterSettings settings, WorkerRegistry workers, PolicyRegistry policies, WorkerFactory factory,
                       Proxy proxy, WorkerCalls calls, RouterMetrics metrics, AdmissionLimiter limiter,
                       ControlClient client, KvPlacement kv) {
-        this.auth = new Auth(config.adminApiKey(), config.apiKeyValidationUrls(), client);
+        this.auth = new Auth(settings.auth().adminApiKey(), settings.auth().apiKeyValidationUrls(), client);
         if (auth.validationEnabled()) {
             metrics.countAuthVerdictsDropped(auth::evictedVerdicts);
         }
         this.limiter = limiter;
         this.releaseAdmission = limiter::release;
         this.metrics = metrics;
-        RetryPolicy retry = RetryPolicy.from(config);
+        RetryPolicy retry = RetryPolicy.from(settings.retry());
         RoutingInput input = new RoutingInput(
-                new SessionIdExtractor(config.sessionIdHeaders(), config.sessionIdBodyFields()));
-        PdRoutes pd = config.isPdMode()
-                ? new PdRoutes(config, workers, policies, proxy, calls, metrics, client, input, kv) : null;
+                new SessionIdExtractor(settings.sessions().idHeaders(), settings.sessions().idBodyFields()));
+        PdRoutes pd = settings.pd().enabled()
+                ? new PdRoutes(settings.pd(), workers, policies, proxy, calls, metrics, client, input, kv) : null;
 
         // Inference path -> path on the worker.
         Map<String, String> inference = Map.of(
@@ -90,7 +90,7 @@ public final class RouteTable implements RequestHandler {
                 ? pd.pipeline(path, workerPath)
                 : new InferenceRoute(path, workerPath, policies, proxy, retry, input, kv)));
 
-        HealthRoutes health = new HealthRoutes(workers, WorkerDiscovery.discoversWorkers(config));
+        HealthRoutes health = new HealthRoutes(workers, WorkerDiscovery.discoversWorkers(settings.discovery()));
         add("/health", Access.PUBLIC, HttpMethod.GET, health::health);
         add("/liveness", Access.PUBLIC, HttpMethod.GET, health::liveness);
         add("/readiness", Access.PUBLIC, HttpMethod.GET, health::readiness);
@@ -102,8 +102,8 @@ public final class RouteTable implements RequestHandler {
         SessionRoutes sessions = new SessionRoutes(workers, policies);
         add("/finish_session", Access.ADMIN, HttpMethod.POST, sessions::finishSession);
         add("/sessions", Access.ADMIN, HttpMethod.GET, sessions::sessions);
-        ControlCalls control = new ControlCalls(config, workers, client);
-        WorkerRoutes admin = new WorkerRoutes(config, workers, factory, control);
+        ControlCalls control = new ControlCalls(settings.workers(), workers, client);
+        WorkerRoutes admin = new WorkerRoutes(settings.health(), workers, factory, control);
         add("/add_worker", Access.ADMIN, HttpMethod.POST, admin::addWorker);
         add("/remove_worker", Access.ADMIN, HttpMethod.POST, admin::removeWorker);
         add("/list_workers", Access.ADMIN, HttpMethod.GET, admin::listWorkers);
@@ -112,7 +112,7 @@ public final class RouteTable implements RequestHandler {
         add("/workers", Access.ADMIN, null, admin::workers);
         add(RequestPath.WORKER_ITEM_ROUTE, Access.ADMIN, null, admin::worker);
 
-        DashboardRoutes dashboard = new DashboardRoutes(config, workers, policies,
+        DashboardRoutes dashboard = new DashboardRoutes(settings.dashboard(), workers, policies,
                 ActivityWindow.of(metrics, workers::all));
         add(DashboardRoutes.PAGE, Access.PAGE, HttpMethod.GET, dashboard::page);
         add(DashboardRoutes.STATE, Access.ADMIN, HttpMethod.GET, dashboard::state);
@@ -121,7 +121,7 @@ public final class RouteTable implements RequestHandler {
         responsesItem = new Route("/v1/responses/{response_id}", Access.PUBLIC, null,
                 new ResponsesRoutes(control)::item);
         fallback = new Route(FrontendHandler.UNMATCHED, Access.PUBLIC, null,
-                new FallbackRoute(config, policies, proxy, retry, pd, input));
+                new FallbackRoute(settings.workers(), policies, proxy, retry, pd, input));
     }
 
     private void add(String path, Access access, HttpMethod method, RouteHandler handler) {

@@ -14,7 +14,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.settings.HealthSettings;
 import org.vllmrouter.core.config.UrlRedaction;
 import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRegistry;
@@ -33,13 +33,13 @@ import org.vllmrouter.server.worker.WorkerFactory;
  * fan-outs to every worker ({@code /flush_cache}, {@code /get_loads}).
  */
 final class WorkerRoutes {
-    private final RouterConfig config;
+    private final HealthSettings health;
     private final WorkerRegistry workers;
     private final WorkerFactory factory;
     private final ControlCalls control;
 
-    WorkerRoutes(RouterConfig config, WorkerRegistry workers, WorkerFactory factory, ControlCalls control) {
-        this.config = config;
+    WorkerRoutes(HealthSettings health, WorkerRegistry workers, WorkerFactory factory, ControlCalls control) {
+        this.health = health;
         this.workers = workers;
         this.factory = factory;
         this.control = control;
@@ -105,12 +105,12 @@ final class WorkerRoutes {
         if (workers.get(created.get(0).url()).isPresent()) {
             return CompletableFuture.completedFuture("Worker " + UrlRedaction.redact(url) + " already exists");
         }
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(config.workerStartupTimeoutSecs());
-        return StartupWait.untilHealthy(control.client(), loop, List.of(url), config.healthCheckEndpoint(),
-                        Math.max(1, config.workerStartupCheckInterval()), deadline)
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(health.startupTimeoutSecs());
+        return StartupWait.untilHealthy(control.client(), loop, List.of(url), health.checkEndpoint(),
+                        Math.max(1, health.startupCheckIntervalSecs()), deadline)
                 .thenApply(outcome -> {
                     if (!outcome.healthy()) {
-                        return "Timeout " + config.workerStartupTimeoutSecs() + "s waiting for worker " + UrlRedaction.redact(url)
+                        return "Timeout " + health.startupTimeoutSecs() + "s waiting for worker " + UrlRedaction.redact(url)
                                 + " to become healthy (last health check: " + outcome.lastFailures() + ")";
                     }
                     boolean added = false;

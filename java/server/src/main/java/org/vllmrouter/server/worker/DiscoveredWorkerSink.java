@@ -4,7 +4,7 @@ import io.netty.channel.EventLoop;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.settings.HealthSettings;
 import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRegistry;
 import org.vllmrouter.core.worker.WorkerRole;
@@ -16,15 +16,15 @@ import org.vllmrouter.discovery.WorkerSink;
  * health wait, removed with every DP rank.
  */
 public final class DiscoveredWorkerSink implements WorkerSink {
-    private final RouterConfig config;
+    private final HealthSettings health;
     private final WorkerRegistry workers;
     private final WorkerFactory factory;
     private final ControlClient client;
     private final EventLoop loop;
 
-    public DiscoveredWorkerSink(RouterConfig config, WorkerRegistry workers, WorkerFactory factory,
+    public DiscoveredWorkerSink(HealthSettings health, WorkerRegistry workers, WorkerFactory factory,
                                 ControlClient client, EventLoop loop) {
-        this.config = config;
+        this.health = health;
         this.workers = workers;
         this.factory = factory;
         this.client = client;
@@ -37,9 +37,9 @@ public final class DiscoveredWorkerSink implements WorkerSink {
         if (workers.get(created.get(0).url()).isPresent()) {
             return CompletableFuture.completedFuture(Outcome.ALREADY_REGISTERED);
         }
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(config.workerStartupTimeoutSecs());
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(health.startupTimeoutSecs());
         CompletableFuture<StartupWait.Outcome> wait = StartupWait.untilHealthy(client, loop, List.of(url),
-                config.healthCheckEndpoint(), Math.max(1, config.workerStartupCheckInterval()), deadline);
+                health.checkEndpoint(), Math.max(1, health.startupCheckIntervalSecs()), deadline);
         CompletableFuture<Outcome> result = new CompletableFuture<>();
         result.whenComplete((outcome, error) -> wait.cancel(false));
         wait.thenAccept(health -> {

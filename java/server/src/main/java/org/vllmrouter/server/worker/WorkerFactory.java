@@ -2,8 +2,8 @@ package org.vllmrouter.server.worker;
 
 import java.util.ArrayList;
 import java.util.List;
-import org.vllmrouter.core.config.RouterConfig;
 import org.vllmrouter.core.worker.Worker;
+import org.vllmrouter.core.worker.WorkerSettings;
 import org.vllmrouter.core.worker.WorkerRole;
 import org.vllmrouter.server.metrics.RouterMetrics;
 
@@ -12,19 +12,19 @@ import org.vllmrouter.server.metrics.RouterMetrics;
  * DP expansion ({@code intra_node_data_parallel_size > 1} gives {@code url@0 .. url@N-1}).
  */
 public final class WorkerFactory {
-    private final RouterConfig config;
+    private final WorkerSettings settings;
     private final RouterMetrics metrics;
 
-    public WorkerFactory(RouterConfig config, RouterMetrics metrics) {
-        this.config = config;
+    public WorkerFactory(WorkerSettings settings, RouterMetrics metrics) {
+        this.settings = settings;
         this.metrics = metrics;
     }
 
     public List<Worker> create(String url, WorkerRole role, Integer bootstrapPort) {
-        int ranks = Math.max(1, config.intraNodeDataParallelSize());
+        int ranks = settings.dataParallelSize();
         List<Worker> out = new ArrayList<>(ranks);
         for (int rank = 0; rank < ranks; rank++) {
-            Worker.Builder builder = Worker.builder(url).config(config).role(role).bootstrapPort(bootstrapPort);
+            Worker.Builder builder = Worker.builder(url).settings(settings).role(role).bootstrapPort(bootstrapPort);
             if (ranks > 1) {
                 builder.dpRank(rank);
             }

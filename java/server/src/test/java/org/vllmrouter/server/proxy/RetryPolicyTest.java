@@ -8,15 +8,19 @@ import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.settings.RetrySettings;
 
 /** The retry flags as the proxy reads them: attempts, and the backoff's start, growth, cap and jitter. */
 class RetryPolicyTest {
+    private static RetryPolicy retry(String json) throws Exception {
+        return RetryPolicy.from(RetrySettings.from(RouterConfig.fromJson(json)));
+    }
 
     @Test
     void backoffStartsAtTheInitialDelayGrowsByTheMultiplierAndStopsAtTheCap() throws Exception {
-        RetryPolicy retry = RetryPolicy.from(RouterConfig.fromJson("{\"retry_max_retries\": 4,"
+        RetryPolicy retry = retry("{\"retry_max_retries\": 4,"
                 + " \"retry_initial_backoff_ms\": 100, \"retry_backoff_multiplier\": 2.0,"
-                + " \"retry_max_backoff_ms\": 250, \"retry_jitter_factor\": 0.0}"));
+                + " \"retry_max_backoff_ms\": 250, \"retry_jitter_factor\": 0.0}");
         assertEquals(4, retry.maxAttempts());
         assertEquals(100, TimeUnit.NANOSECONDS.toMillis(retry.backoffNanos(1)));
         assertEquals(200, TimeUnit.NANOSECONDS.toMillis(retry.backoffNanos(2)));
@@ -25,8 +29,8 @@ class RetryPolicyTest {
 
     @Test
     void jitterSpreadsTheBackoffWithinItsFactor() throws Exception {
-        RetryPolicy retry = RetryPolicy.from(RouterConfig.fromJson("{\"retry_initial_backoff_ms\": 1000,"
-                + " \"retry_max_backoff_ms\": 1000, \"retry_jitter_factor\": 0.5}"));
+        RetryPolicy retry = retry("{\"retry_initial_backoff_ms\": 1000,"
+                + " \"retry_max_backoff_ms\": 1000, \"retry_jitter_factor\": 0.5}");
         Set<Long> seen = new HashSet<>();
         for (int i = 0; i < 200; i++) {
             long ms = TimeUnit.NANOSECONDS.toMillis(retry.backoffNanos(1));
@@ -38,7 +42,6 @@ class RetryPolicyTest {
 
     @Test
     void disableRetriesMeansOneAttempt() throws Exception {
-        assertEquals(1, RetryPolicy.from(RouterConfig.fromJson("{\"disable_retries\": true, \"retry_max_retries\": 5}"))
-                .maxAttempts());
+        assertEquals(1, retry("{\"disable_retries\": true, \"retry_max_retries\": 5}").maxAttempts());
     }
 }

@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.vllmrouter.core.settings.AdmissionSettings;
 
 /** The limiter on a mock clock: refills, rejections and queue timeouts happen exactly when time is advanced. */
 class AdmissionLimiterTest {
@@ -55,7 +56,7 @@ class AdmissionLimiterTest {
 
     @Test
     void anEmptyBucketWithoutAQueueAnswers429UntilATokenIsBack() {
-        AdmissionLimiter limiter = new AdmissionLimiter(2, null, 0, 60, loop.eventLoop(), clock);
+        AdmissionLimiter limiter = new AdmissionLimiter(new AdmissionSettings(2, null, 0, 60), loop.eventLoop(), clock);
         assertEquals("admitted", ask(limiter).decision());
         assertEquals("admitted", ask(limiter).decision());
         assertEquals("429 after 1s", ask(limiter).decision());
@@ -69,10 +70,10 @@ class AdmissionLimiterTest {
 
     @Test
     void retryAfterIsTheWholeSecondsUntilTheNextToken() {
-        AdmissionLimiter limiter = new AdmissionLimiter(1, 1, 0, 60, loop.eventLoop(), clock);
+        AdmissionLimiter limiter = new AdmissionLimiter(new AdmissionSettings(1, 1, 0, 60), loop.eventLoop(), clock);
         assertEquals("admitted", ask(limiter).decision());
         assertEquals("429 after 1s", ask(limiter).decision());
-        AdmissionLimiter slow = new AdmissionLimiter(4, 1, 0, 60, loop.eventLoop(), clock);
+        AdmissionLimiter slow = new AdmissionLimiter(new AdmissionSettings(4, 1, 0, 60), loop.eventLoop(), clock);
         for (int i = 0; i < 4; i++) {
             assertEquals("admitted", ask(slow).decision());
         }
@@ -82,7 +83,7 @@ class AdmissionLimiterTest {
 
     @Test
     void aQueuedRequestIsAdmittedByARefillOrTimesOutWith408() {
-        AdmissionLimiter limiter = new AdmissionLimiter(1, 1, 1, 2, loop.eventLoop(), clock);
+        AdmissionLimiter limiter = new AdmissionLimiter(new AdmissionSettings(1, 1, 1, 2), loop.eventLoop(), clock);
         assertEquals("admitted", ask(limiter).decision());
         Outcome queued = ask(limiter);
         assertEquals("[]", queued.decision(), "waits in the queue");
@@ -96,7 +97,7 @@ class AdmissionLimiterTest {
         advanceMillis(0);
         assertEquals("admitted", late.decision(), "a released token goes to the queue's head");
 
-        AdmissionLimiter noWait = new AdmissionLimiter(1, 1, 1, 0, loop.eventLoop(), clock);
+        AdmissionLimiter noWait = new AdmissionLimiter(new AdmissionSettings(1, 1, 1, 0), loop.eventLoop(), clock);
         assertEquals("admitted", ask(noWait).decision());
         Outcome timedOut = ask(noWait);
         advanceMillis(0);

@@ -23,6 +23,7 @@ import org.vllmrouter.mock.MockConfig;
 import org.vllmrouter.mock.MockWorker;
 import org.vllmrouter.mock.MockWorkers;
 import org.vllmrouter.server.proxy.Transport;
+import org.vllmrouter.core.config.StartEnvironment;
 
 /** The verdict cache of inbound key validation stays within its size and forgets verdicts after its TTL. */
 class AuthTest {
@@ -35,7 +36,7 @@ class AuthTest {
     static void start() {
         mock = MockWorkers.start(MockConfig.builder().count(1).all(k -> k.requireApiKey("good")).build());
         validator = mock.worker(0);
-        group = Transport.fromEnvironment().newGroup(1, "auth-test");
+        group = Transport.resolve(StartEnvironment.current().transport()).newGroup(1, "auth-test");
         loop = group.next();
     }
 
@@ -45,7 +46,7 @@ class AuthTest {
         mock.close();
     }
 
-    private static final ControlClient CLIENT = new ControlClient(WorkerTls.fromEnvironment(),
+    private static final ControlClient CLIENT = new ControlClient(WorkerTls.trusting(null),
             new DefaultChannelGroup(GlobalEventExecutor.INSTANCE));
 
     private static HttpHeaders bearer(String token) {

@@ -27,16 +27,17 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.vllmrouter.server.proxy.Transport;
 import org.vllmrouter.server.proxy.WorkerTls;
+import org.vllmrouter.core.config.StartEnvironment;
 
 /** Control calls send their request whole and read a worker's whole reply, however it is framed, over a real socket. */
 class ControlClientTest {
     private static EventLoopGroup group;
-    private static final ControlClient CLIENT = new ControlClient(WorkerTls.fromEnvironment(),
+    private static final ControlClient CLIENT = new ControlClient(WorkerTls.trusting(null),
             new DefaultChannelGroup(GlobalEventExecutor.INSTANCE));
 
     @BeforeAll
     static void start() {
-        group = Transport.fromEnvironment().newGroup(1, "control-client-test");
+        group = Transport.resolve(StartEnvironment.current().transport()).newGroup(1, "control-client-test");
     }
 
     @AfterAll
