@@ -16,7 +16,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Future;
 import java.util.function.Supplier;
 import java.util.logging.Logger;
-import org.vllmrouter.core.hash.Rendezvous;
+import org.vllmrouter.core.session.LeastLoaded;
 import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.session.SessionTable;
 import org.vllmrouter.core.worker.Worker;
@@ -246,7 +246,7 @@ final class RedisSessionTable implements SessionTable {
 
     private Assignment routeInStore(Pool pool, String sessionId, List<Worker> candidates, long now)
             throws StoreUnavailableException {
-        List<Worker> ranked = Rendezvous.ranked(candidates, sessionId);
+        List<Worker> ranked = LeastLoaded.preferenceOrder(candidates, sessionId);
         String[] args = new String[4 + ranked.size()];
         args[0] = sessionId;
         args[1] = Long.toString(now);
@@ -286,7 +286,7 @@ final class RedisSessionTable implements SessionTable {
 
     /** The store did not answer: the least-loaded candidate by this router's last known counts, journaled. */
     private Assignment routeLocally(Pool pool, String sessionId, List<Worker> candidates, long now) {
-        Worker chosen = leastLoadedIn(pool, candidates, sessionId);
+        Worker chosen = LeastLoaded.choose(candidates, pool::countOf, sessionId);
         Binding b = new Binding(sessionId, chosen.url(), true, now);
         Binding replaced = pool.bindings.put(sessionId, b);
         pool.journal.put(sessionId, b);
@@ -297,41 +297,16 @@ final class RedisSessionTable implements SessionTable {
         return new Assignment(chosen, replaced == null ? Outcome.STARTED : Outcome.REBOUND, n);
     }
 
-    private static Worker leastLoadedIn(Pool pool, List<Worker> candidates, String sessionId) {
-        int min = Integer.MAX_VALUE;
-        List<Worker> tied = new ArrayList<>();
-        for (Worker w : candidates) {
-            int n = pool.countOf(w.url());
-            if (n < min) {
-                min = n;
-                tied.clear();
-            }
-            if (n == min) {
-                tied.add(w);
-            }
-        }
-        return Rendezvous.highest(tied, sessionId, false);
-    }
-
     /** From the counts last seen (no round trip): requests without a session id are routed on them. */
     @Override
     public List<Worker> leastLoaded(List<Worker> candidates) {
-        List<Worker> least = new ArrayList<>(candidates.size());
-        int min = Integer.MAX_VALUE;
-        for (Worker w : candidates) {
+        return LeastLoaded.fewest(candidates, url -> {
             int n = 0;
             for (Pool p : pools.values()) {
-                n += p.countOf(w.url());
+                n += p.countOf(url);
             }
-            if (n < min) {
-                min = n;
-                least.clear();
-            }
-            if (n == min) {
-                least.add(w);
-            }
-        }
-        return least;
+            return n;
+        });
     }
 
     @Override

@@ -1,7 +1,8 @@
 -- Routes one request of a session that the calling router does not hold a live binding for: keeps the binding
 -- when it is live (idle less than the TTL) and its worker is a candidate, else binds the candidate with the
--- fewest sessions. The router passes the candidates in tie-break order (rendezvous weight of the session id,
--- then candidate order), so the first candidate with the fewest sessions wins and no hashing happens here.
+-- fewest sessions of this pool. The router passes the candidates in tie-break order (LeastLoaded.preferenceOrder:
+-- rendezvous weight of the session id, then candidate order), so the first candidate with the fewest sessions wins
+-- and no hashing happens here; the session-table contract suite checks this choice against its reference model.
 -- KEYS: binding, idle, counts, stats
 -- ARGV: session id, now (ms), ttl (ms), epoch to set if the pool has none, candidate URL 1 .. n
 -- Reply: {outcome, url, sessions on url, epoch, dropped keys}

@@ -6,8 +6,8 @@ import java.util.List;
 import java.util.function.LongSupplier;
 import org.vllmrouter.core.config.PolicyNames;
 import org.vllmrouter.core.config.StartEnvironment;
-import org.vllmrouter.core.hash.Rendezvous;
 import org.vllmrouter.core.session.InMemorySessionTable;
+import org.vllmrouter.core.session.LeastLoaded;
 import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.session.SessionTable;
 import org.vllmrouter.core.worker.Worker;
@@ -71,7 +71,7 @@ public final class StickyLeastLoadedPolicy implements LoadBalancingPolicy {
         if (sessionId == null) {
             List<Worker> least = sessions.leastLoaded(candidates);
             // Weights are hashed outside the table's lock: the key is the whole body and may be large.
-            return Rendezvous.highest(least, request.text(), false);
+            return LeastLoaded.tieBreak(least, request.text());
         }
         String pool = request.model() == null ? NO_MODEL_POOL : request.model();
         SessionTable.Assignment a = sessions.route(pool, sessionId, candidates);

@@ -1,14 +1,12 @@
 package org.vllmrouter.core.session;
 
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongSupplier;
-import org.vllmrouter.core.hash.Rendezvous;
 import org.vllmrouter.core.worker.Worker;
 
 /**
@@ -167,7 +165,7 @@ public final class InMemorySessionTable implements SessionTable {
                 started++;
                 active++;
             }
-            Worker chosen = leastLoadedLocked(candidates, sessionId);
+            Worker chosen = LeastLoaded.choose(candidates, this::countOf, sessionId);
             WorkerSessions ws = byWorker.computeIfAbsent(chosen.url(), WorkerSessions::new);
             ws.count++;
             b.worker = ws;
@@ -181,24 +179,12 @@ public final class InMemorySessionTable implements SessionTable {
 
     @Override
     public List<Worker> leastLoaded(List<Worker> candidates) {
-        List<Worker> least = new ArrayList<>(candidates.size());
         lock.lock();
         try {
-            int min = Integer.MAX_VALUE;
-            for (Worker w : candidates) {
-                int n = countOf(w.url());
-                if (n < min) {
-                    min = n;
-                    least.clear();
-                }
-                if (n == min) {
-                    least.add(w);
-                }
-            }
+            return LeastLoaded.fewest(candidates, this::countOf);
         } finally {
             lock.unlock();
         }
-        return least;
     }
 
     @Override
@@ -242,6 +228,59 @@ public final class InMemorySessionTable implements SessionTable {
         }
     }
 
+    /**
+     * Checks the table's structure (for tests, after every step, as Caffeine validates its caches): the queue's
+     * links agree both ways and its queue times never go backwards, every queued binding is indexed by its id
+     * (one per pool) and nothing else is, and each worker's count is the number of its bindings, never zero.
+     */
+    void checkStructure() {
+        lock.lock();
+        try {
+            Map<WorkerSessions, Integer> perWorker = new HashMap<>();
+            long queued = 0;
+            Binding older = null;
+            for (Binding b = oldest; b != null; older = b, b = b.newer) {
+                require(b.older == older, "queue links disagree at " + b.sessionId);
+                require(older == null || older.queuedNanos <= b.queuedNanos,
+                        "queue times go backwards at " + b.sessionId);
+                require(b.worker != null && byWorker.get(b.worker.url) == b.worker,
+                        "unknown worker of " + b.sessionId);
+                boolean indexed = false;
+                for (Binding other = byId.get(b.sessionId); other != null; other = other.otherPool) {
+                    indexed |= other == b;
+                    require(other == b || !other.pool.equals(b.pool),
+                            "two bindings of " + b.sessionId + " in one pool");
+                }
+                require(indexed, b.sessionId + " is queued but not indexed");
+                perWorker.merge(b.worker, 1, Integer::sum);
+                queued++;
+            }
+            require(older == newest, "the queue's tail is not its newest binding");
+            long indexed = 0;
+            for (Map.Entry<String, Binding> e : byId.entrySet()) {
+                for (Binding b = e.getValue(); b != null; b = b.otherPool) {
+                    require(b.sessionId.equals(e.getKey()),
+                            "binding of " + b.sessionId + " indexed as " + e.getKey());
+                    indexed++;
+                }
+            }
+            require(indexed == queued, indexed + " bindings indexed, " + queued + " queued");
+            require(active == queued, "active " + active + ", queued " + queued);
+            for (WorkerSessions ws : byWorker.values()) {
+                require(ws.count > 0 && ws.count == perWorker.getOrDefault(ws, 0),
+                        ws.url + " counts " + ws.count + " sessions, holds " + perWorker.getOrDefault(ws, 0));
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private static void require(boolean holds, String otherwise) {
+        if (!holds) {
+            throw new IllegalStateException(otherwise);
+        }
+    }
+
     private int expireLocked(long now, int maxEntries) {
         int n = 0;
         // The head has the oldest queue time and no session was used before it was queued, so when the
@@ -274,33 +313,6 @@ public final class InMemorySessionTable implements SessionTable {
 
     private static boolean usedSinceQueued(Binding b) {
         return b.lastUsedNanos > b.queuedNanos;
-    }
-
-    /** Fewest sessions wins; ties go to the highest rendezvous weight for the session id. */
-    private Worker leastLoadedLocked(List<Worker> candidates, String sessionId) {
-        int min = Integer.MAX_VALUE;
-        int ties = 0;
-        Worker first = null;
-        for (Worker w : candidates) {
-            int n = countOf(w.url());
-            if (n < min) {
-                min = n;
-                ties = 1;
-                first = w;
-            } else if (n == min) {
-                ties++;
-            }
-        }
-        if (ties == 1) {
-            return first;
-        }
-        List<Worker> tied = new ArrayList<>(ties);
-        for (Worker w : candidates) {
-            if (countOf(w.url()) == min) {
-                tied.add(w);
-            }
-        }
-        return Rendezvous.highest(tied, sessionId, false);
     }
 
     private int countOf(String url) {

@@ -32,8 +32,8 @@ public interface SessionTable {
      * Routes one request of session ({@code pool}, {@code sessionId}) among {@code candidates}
      * (non-empty): keeps the binding when its worker is a candidate and the session has been idle for
      * less than the TTL, otherwise binds the session to the candidate with the fewest sessions, ties
-     * broken by the highest {@code fbi_hash("<sessionId>:<url>")} and then by candidate order. Lookup,
-     * choice and reservation are one atomic step.
+     * broken by the highest {@code fbi_hash("<sessionId>:<url>")} and then by candidate order
+     * ({@link LeastLoaded}). Lookup, choice and reservation are one atomic step.
      */
     Assignment route(String pool, String sessionId, List<Worker> candidates);
 
