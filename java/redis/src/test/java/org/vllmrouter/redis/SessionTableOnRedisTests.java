@@ -13,16 +13,19 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
+import java.util.function.LongSupplier;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.session.SessionStoreException;
 import org.vllmrouter.core.session.SessionTable;
 import org.vllmrouter.core.session.SessionTable.Outcome;
+import org.vllmrouter.core.session.SessionTableContract;
 import org.vllmrouter.core.worker.Worker;
 
 /**
@@ -79,6 +82,43 @@ abstract class SessionTableOnRedisTests {
                 throw new AssertionError("never happened: " + what);
             }
             Thread.sleep(5);
+        }
+    }
+
+    /**
+     * The contract every session table keeps, on this deployment: one replica against the reference model. Its
+     * background work (writing last uses back, refreshing counts) runs before every comparison, as about a second
+     * of real time would.
+     */
+    @Nested
+    class Contract extends SessionTableContract {
+        private RedisSessionStore store;
+
+        @Override
+        protected SessionTable newTable(Duration ttl, LongSupplier clockMillis) throws Exception {
+            store = RedisSessionStore.open(redis.url(), ttl, clockMillis);
+            stores.add(store);
+            return store.table("contract");
+        }
+
+        @Override
+        protected boolean countsPerPool() {
+            return true;
+        }
+
+        @Override
+        protected long sweepLagMillis() {
+            return RedisSessionTable.SWEEP_GRACE_MILLIS;
+        }
+
+        @Override
+        protected void settle(SessionTable table) throws Exception {
+            store.syncNow();
+        }
+
+        @Override
+        protected void checkStructure(SessionTable table) throws Exception {
+            RedisTableStructure.check(store, (RedisSessionTable) table, "contract");
         }
     }
 
