@@ -5,4 +5,15 @@ final class StoreUnavailableException extends Exception {
     StoreUnavailableException(String message) {
         super(message, null, false, false);
     }
+
+    /** The innermost message of a failure, on one line. */
+    static String oneLine(Throwable failure) {
+        String message = failure.toString();
+        for (Throwable t = failure; t != null; t = t.getCause()) {
+            if (t.getMessage() != null && !t.getMessage().isBlank()) {
+                message = t.getMessage();
+            }
+        }
+        return message.replaceAll("\\s*\\R\\s*", " ").trim();
+    }
 }

@@ -21,7 +21,7 @@ class LettuceTransportTest {
                     System::currentTimeMillis);
             store.close();
         }
-        assertEquals("false", System.getProperty(RedisSessionStore.LETTUCE_IO_URING));
+        assertEquals("false", System.getProperty(StoreConnection.LETTUCE_IO_URING));
         assertFalse(IOUringProvider.isAvailable(), "Lettuce would see two native transports and warn");
         assertTrue(EpollProvider.isAvailable());
     }
