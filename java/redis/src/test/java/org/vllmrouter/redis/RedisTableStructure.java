@@ -3,7 +3,6 @@ package org.vllmrouter.redis;
 import io.lettuce.core.RedisFuture;
 import java.util.HashMap;
 import java.util.HashSet;
-import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
