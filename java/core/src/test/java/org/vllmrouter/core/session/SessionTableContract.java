@@ -86,6 +86,8 @@ public abstract class SessionTableContract {
         final List<Worker> unhealthy = new ArrayList<>();
         int nextWorker;
         int nextId;
+        /** What the current step does, for the failure message. */
+        String doing = "new table";
 
         Run(long seed) {
             this.seed = seed;
@@ -94,9 +96,6 @@ public abstract class SessionTableContract {
                 addWorker();
             }
         }
-
-        /** What the current step does, for the failure message. */
-        String doing = "new table";
 
         void steps() throws Exception {
             SessionTable table = newTable(TTL, clock::get);
@@ -122,8 +121,12 @@ public abstract class SessionTableContract {
                 route(table, new ReferenceSessionTable.Key(pool(), newId()));
             } else if (r < 67) {
                 String id = random.nextInt(4) == 0 ? newId() : knownOrNewKey().sessionId();
-                doing = "release '" + id + "'";
+                boolean twice = random.nextInt(3) == 0;
+                doing = "release '" + id + "'" + (twice ? " twice" : "");
                 assertEquals(model.release(id), table.release(id), "sessions released");
+                if (twice) {
+                    assertEquals(model.release(id), table.release(id), "sessions released again");
+                }
             } else if (r < 77) {
                 long units = 1 + random.nextInt(6);
                 int batch = 1 + random.nextInt(8);
