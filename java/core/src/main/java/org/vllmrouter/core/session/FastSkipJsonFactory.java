@@ -21,8 +21,8 @@ import java.nio.ByteOrder;
  *
  * <p>The router checks every request body and reads only a few of its fields; the rest it skips, and Jackson skips an
  * array one token at a time, each number read into its text buffer. A SkyRL generate request is mostly its prompt's
- * token ids: at 64 KiB (about 9,000 ids) Jackson's skip took ten times as long as for 64 KiB of prompt text, more than
- * the rest of the proxy path. Here {@link JsonParser#skipChildren} passes over the leading integers of each array it
+ * token ids, and skipping them one token at a time costs far more than skipping the same bytes of prompt text (figures
+ * in docs/perf/cpu-per-request.md). Here {@link JsonParser#skipChildren} passes over the leading integers of each array it
  * meets (the skipped one and any nested in it) in one loop, and moves the array's entry count on as if Jackson had read
  * them: integers in their plain form ({@code -?(0|[1-9][0-9]*)}, at most 18 digits) separated by commas, spaces and
  * tabs. Anything else (a fraction, an exponent, a leading zero, a line break, a nested value, a missing or trailing
@@ -31,8 +31,8 @@ import java.nio.ByteOrder;
  * over a stream (bodies over 1 MiB) and over encodings other than UTF-8 are Jackson's own.
  *
  * <p>Most of a chat or completion request is the text of its strings (prompts, messages), which the router checks and
- * skips without reading. Jackson's skip looks each byte up in a table; with a 2 KiB prompt that loop was the largest
- * single item in the engine's CPU profile under load (5% of its user time). Here the runs of a skipped string's bytes
+ * skips without reading. Jackson's skip looks each byte up in a table, and with prompts of a few KiB that loop
+ * stood out in the engine's CPU profile under load. Here the runs of a skipped string's bytes
  * that Jackson's loop would pass without acting on them (printable ASCII other than the quote and the backslash) are
  * passed eight bytes to a step. An escape between runs is decoded by Jackson's own method, as its loop does,
  * and the runs go on after it; the end quote ends the string; a control character or a byte of a multi-byte
