@@ -2,11 +2,7 @@ package org.vllmrouter.mock.rollout;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.Iterator;
-import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Map;
 
 /**
  * One vLLM engine's scheduler and KV cache, stepped by its caller in virtual time (V1's scheduler, simplified).
@@ -23,11 +19,51 @@ import java.util.Map;
  * {@link #finishStep()} applies it and returns the requests it finished.
  */
 public final class EngineModel {
-    /** One KV block; {@code registered} while the prefix cache can find it by {@code hash}. */
+    /**
+     * One KV block; {@code registered} while the prefix cache can find it by {@code hash}. A cached block no request
+     * holds is linked into the eviction queue through {@code older} and {@code newer}.
+     */
     static final class Block {
         long hash;
         int refs;
         boolean registered;
+        Block older;
+        Block newer;
+    }
+
+    /** Cached blocks no request holds, least recently freed first: the eviction order. */
+    private static final class EvictionQueue {
+        private final Block head = new Block();
+        private int size;
+
+        EvictionQueue() {
+            head.older = head;
+            head.newer = head;
+        }
+
+        void addNewest(Block b) {
+            b.older = head.older;
+            b.newer = head;
+            head.older.newer = b;
+            head.older = b;
+            size++;
+        }
+
+        void remove(Block b) {
+            b.older.newer = b.newer;
+            b.newer.older = b.older;
+            b.older = null;
+            b.newer = null;
+            size--;
+        }
+
+        Block oldest() {
+            return head.newer;
+        }
+
+        int size() {
+            return size;
+        }
     }
 
     private record Scheduled(EngineRequest request, int tokens) {
@@ -37,9 +73,8 @@ public final class EngineModel {
     private final int capacityBlocks;
     private final ArrayDeque<EngineRequest> waiting = new ArrayDeque<>();
     private final List<EngineRequest> running = new ArrayList<>();
-    private final Map<Long, Block> cached = new HashMap<>();
-    /** Cached blocks no request holds, least recently freed first: the eviction order. */
-    private final LinkedHashSet<Block> evictable = new LinkedHashSet<>();
+    private final BlockTable cached = new BlockTable();
+    private final EvictionQueue evictable = new EvictionQueue();
     private final List<Scheduled> step = new ArrayList<>();
     private int heldBlocks;
 
@@ -157,29 +192,30 @@ public final class EngineModel {
     private int admit(EngineRequest r, int budget) {
         int restore = r.restoreTokens();
         int limit = Math.min(r.blockHashes.length, (restore - 1) / costs.blockSize());
-        List<Block> hits = new ArrayList<>();
+        int hitBlocks = 0;
         int reclaimed = 0;
-        for (int b = 0; b < limit; b++) {
-            Block block = cached.get(r.blockHashes[b]);
+        for (; hitBlocks < limit; hitBlocks++) {
+            Block block = cached.get(r.blockHashes[hitBlocks]);
             if (block == null) {
                 break;
             }
-            hits.add(block);
             if (block.refs == 0) {
                 reclaimed++;
             }
         }
-        int hit = hits.size() * costs.blockSize();
+        int hit = hitBlocks * costs.blockSize();
         int tokens = Math.min(restore - hit, budget);
-        int needed = blocksFor(hit + tokens) - hits.size();
+        int needed = blocksFor(hit + tokens) - hitBlocks;
         if (needed > capacityBlocks - heldBlocks - reclaimed) {
             return 0;
         }
-        for (Block block : hits) {
+        r.blocks.ensureCapacity(blocksFor(r.peakTokens()));
+        for (int b = 0; b < hitBlocks; b++) {
+            Block block = cached.get(r.blockHashes[b]);
             hold(block);
             r.blocks.add(block);
         }
-        r.registeredBlocks = hits.size();
+        r.registeredBlocks = hitBlocks;
         r.computed = hit;
         r.history.computedOnce = Math.max(r.history.computedOnce, hit);
         if (!r.admittedBefore) {
@@ -213,9 +249,8 @@ public final class EngineModel {
     }
 
     private void evictOldest() {
-        Iterator<Block> oldest = evictable.iterator();
-        Block block = oldest.next();
-        oldest.remove();
+        Block block = evictable.oldest();
+        evictable.remove(block);
         cached.remove(block.hash);
         block.registered = false;
     }
@@ -248,7 +283,7 @@ public final class EngineModel {
             if (--block.refs == 0) {
                 heldBlocks--;
                 if (block.registered) {
-                    evictable.add(block);
+                    evictable.addNewest(block);
                 }
             }
         }
