@@ -53,11 +53,12 @@ public final class SimulateMain implements Callable<Integer> {
             description = "KV pressure: low, moderate, high or a ratio; a list runs each (default: moderate).")
     private List<String> pressures = List.of("moderate");
 
-    @Option(names = "--seed", description = "Seed of the generated workload (default: 1).")
-    private long seed = 1;
+    @Option(names = "--seed", description = "Seed of the generated workload (default: 1); not with --trace.")
+    private Long seed;
 
-    @Option(names = "--abandon", description = "Share of trajectories the client abandons mid-turn (default: 0).")
-    private double abandon;
+    @Option(names = "--abandon",
+            description = "Share of trajectories the client abandons mid-turn (default: 0); not with --trace.")
+    private Double abandon;
 
     @Option(names = "--trace", paramLabel = "FILE", description = "Replay this JSONL trace instead of generating.")
     private Path trace;
@@ -144,8 +145,13 @@ public final class SimulateMain implements Callable<Integer> {
 
     private Workload workload() throws BadInput, IOException {
         if (trace != null) {
-            if (groups != null || samples != null) {
-                throw new BadInput("--trace gives the workload; drop --groups and --samples");
+            List<String> generating = new ArrayList<>();
+            addIf(groups != null, "--groups", generating);
+            addIf(samples != null, "--samples", generating);
+            addIf(seed != null, "--seed", generating);
+            addIf(abandon != null, "--abandon", generating);
+            if (!generating.isEmpty()) {
+                throw new BadInput("--trace gives the workload; drop " + String.join(", ", generating));
             }
             try (Reader r = Files.newBufferedReader(trace, StandardCharsets.UTF_8)) {
                 return Trace.read(r);
@@ -163,7 +169,17 @@ public final class SimulateMain implements Callable<Integer> {
         if (s <= 0) {
             throw new BadInput("--samples must be > 0, got " + s);
         }
-        return Workload.generate(WorkloadShape.of(g, s).withAbandonShare(abandon), seed);
+        return Workload.generate(WorkloadShape.of(g, s).withAbandonShare(abandon == null ? 0 : abandon), seed());
+    }
+
+    private static void addIf(boolean given, String option, List<String> options) {
+        if (given) {
+            options.add(option);
+        }
+    }
+
+    private long seed() {
+        return seed == null ? 1 : seed;
     }
 
     private ObjectNode json(Workload workload, List<SimulationResult> results) {
@@ -174,7 +190,7 @@ public final class SimulateMain implements Callable<Integer> {
         w.put("turns", workload.turnCount());
         w.put("abandoned", workload.trajectories().stream().filter(t -> t.abandoned()).count());
         w.put("working_set_tokens", workload.workingSetTokens());
-        w.put("seed", trace == null ? seed : null);
+        w.put("seed", trace == null ? seed() : null);
         w.put("trace", trace == null ? null : trace.toString());
         ArrayNode list = root.putArray("results");
         for (SimulationResult r : results) {
@@ -209,7 +225,7 @@ public final class SimulateMain implements Callable<Integer> {
         StringBuilder sb = new StringBuilder();
         sb.append(String.format("%d trajectories in %d groups, %d turns, %s; %d workers%n",
                 workload.trajectories().size(), workload.groups().size(), workload.turnCount(),
-                trace == null ? "seed " + seed : "trace " + trace, workers));
+                trace == null ? "seed " + seed() : "trace " + trace, workers));
         sb.append(String.format("%-9s %-20s %9s %9s %9s %9s %9s %9s %6s %12s %6s %8s %6s%n", "pressure", "policy",
                 "makespan", "group50", "group90", "groupmax", "traj50", "traj90", "hit%", "recomputed",
                 "imbal", "preempt", "errors"));

@@ -92,8 +92,9 @@ class SimulateMainTest {
         Files.writeString(trace, "{\"session_id\":\"a_0\",\"turn\":0,\"delay_s\":0,\"system_tokens\":1,"
                 + "\"task_tokens\":1,\"prompt_tokens\":2,\"output_tokens\":1,\"abandoned\":false}\n{oops\n");
         assertBad(simulate("--trace", trace.toString()), "simulate: " + trace + ": trace line 2: not JSON");
-        assertBad(simulate("--trace", trace.toString(), "--groups", "2"),
-                "simulate: --trace gives the workload; drop --groups and --samples");
+        assertBad(simulate("--trace", trace.toString(), "--groups", "2", "--seed", "3"),
+                "simulate: --trace gives the workload; drop --groups, --seed");
+        assertBad(simulate("--abandon", "1.5"), "simulate: abandon share must be between 0 and 1, got 1.5");
         assertBad(simulate("--trace", dir.resolve("missing.jsonl").toString()), "simulate: cannot read trace ");
     }
 

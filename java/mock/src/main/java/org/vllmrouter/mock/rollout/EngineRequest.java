@@ -1,5 +1,7 @@
 package org.vllmrouter.mock.rollout;
 
+import java.util.ArrayList;
+
 /**
  * One turn as an engine sees it: the prompt (the first {@code promptTokens} of a context whose full blocks hash to
  * {@code blockHashes}), the tokens to generate, and the trajectory's {@link ComputeHistory}, which tells which of its
@@ -17,7 +19,7 @@ public final class EngineRequest {
     int generated;
     boolean admittedBefore;
     int hitTokens;
-    final java.util.ArrayList<EngineModel.Block> blocks = new java.util.ArrayList<>();
+    final ArrayList<EngineModel.Block> blocks = new ArrayList<>();
     int registeredBlocks;
 
     public EngineRequest(long[] blockHashes, int promptTokens, int outputTokens, ComputeHistory history, Object tag) {
