@@ -120,7 +120,11 @@ public final class RolloutSimulation {
         return (long) (now * 1e9);
     }
 
+    /** Runs the batch to its end; an instance runs once. */
     public SimulationResult run() {
+        if (!runs.isEmpty()) {
+            throw new IllegalStateException("a simulation runs once");
+        }
         List<Trajectory> trajectories = prepared.workload().trajectories();
         for (int i = 0; i < trajectories.size(); i++) {
             Run run = new Run(i, trajectories.get(i), prepared.blockHashes().get(i));
