@@ -3,6 +3,7 @@ its --json object and its one-line errors passed through."""
 
 import json
 import os
+import pty
 import subprocess
 import sys
 from pathlib import Path
@@ -13,10 +14,13 @@ PYTHON_DIR = str(Path(__file__).resolve().parent.parent / "python")
 SMALL = ["--workers", "4", "--groups", "4", "--samples", "4"]
 
 
+def bench_env():
+    return dict(os.environ, PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+
 def bench(*args):
-    env = dict(os.environ, PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.run([sys.executable, "-m", "vllm_router.bench", *args], env=env, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "vllm_router.bench", *args], env=bench_env(),
+                          capture_output=True, text=True, timeout=120)
 
 
 def test_json_has_one_result_per_policy_with_the_agreed_keys(engine_jar):
@@ -36,9 +40,28 @@ def test_json_has_one_result_per_policy_with_the_agreed_keys(engine_jar):
 def test_without_json_it_prints_a_table(engine_jar):
     run = bench("simulate", *SMALL, "--policies", "consistent_hash", "--pressure", "low,high")
     assert run.returncode == 0, run.stderr
+    assert run.stderr == ""  # no progress line when stderr is not a terminal
     rows = [line.split() for line in run.stdout.splitlines()]
     assert ["low", "consistent_hash"] in [row[:2] for row in rows]
     assert ["high", "consistent_hash"] in [row[:2] for row in rows]
+
+
+def test_on_a_terminal_a_progress_line_is_kept(engine_jar):
+    terminal, child_side = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "vllm_router.bench", "simulate", *SMALL, "--policies",
+                                "round_robin"], env=bench_env(), stdout=subprocess.PIPE, stderr=child_side)
+    os.close(child_side)
+    out, _ = process.communicate(timeout=120)
+    shown = b""
+    try:
+        while True:
+            shown += os.read(terminal, 4096)
+    except OSError:  # EIO: the child's side is closed and everything was read
+        pass
+    os.close(terminal)
+    assert process.returncode == 0
+    assert b"simulate: 1/1 runs done (last: round_robin at moderate pressure)" in shown
+    assert b"round_robin" in out
 
 
 def test_the_same_seed_gives_the_same_results_and_a_trace_replays_them(engine_jar, tmp_path):

@@ -13,7 +13,11 @@ PROG = "python -m vllm_router.bench"
 
 
 def simulate(arguments: Sequence[str]) -> int:
-    """Runs the engine's `simulate ARGS` with this process's stdout and stderr; its exit status."""
+    """Runs the engine's `simulate ARGS` with this process's stdout and stderr; its exit status.
+    On a terminal, and unless the output is JSON, the engine keeps a progress line on stderr."""
+    arguments = list(arguments)
+    if sys.stderr.isatty() and "--json" not in arguments and "--progress" not in arguments:
+        arguments.append("--progress")
     try:
         command = engine_command(find_java(), engine_class_path(), ["simulate", *arguments])
     except (JavaNotFoundError, EngineStartupError) as e:

@@ -69,7 +69,11 @@ public final class SimulateMain implements Callable<Integer> {
     @Option(names = "--json", description = "Print one JSON object instead of a table.")
     private boolean json;
 
+    @Option(names = "--progress", description = "Keep a progress line on stderr, one update per finished run.")
+    private boolean progress;
+
     private PrintStream out = System.out;
+    private PrintStream err = System.err;
 
     public static void main(String[] args) {
         System.exit(run(System.out, System.err, args));
@@ -79,6 +83,7 @@ public final class SimulateMain implements Callable<Integer> {
     public static int run(PrintStream out, PrintStream err, String... args) {
         SimulateMain command = new SimulateMain();
         command.out = out;
+        command.err = err;
         CommandLine cli = new CommandLine(command)
                 .setOut(new PrintWriter(out, true))
                 .setErr(new PrintWriter(err, true))
@@ -130,10 +135,19 @@ public final class SimulateMain implements Callable<Integer> {
         }
         PreparedWorkload prepared = PreparedWorkload.of(workload, CostConstants.LLAMA_8B_H100);
         List<SimulationResult> results = new ArrayList<>();
+        int total = levels.size() * policies.size();
         for (Pressure level : levels) {
             for (String p : policies) {
                 results.add(new RolloutSimulation(prepared, p, workers, level).run());
+                if (progress) {
+                    err.printf("\rsimulate: %d/%d runs done (last: %s at %s pressure)\u001b[K", results.size(), total,
+                            p, level.name());
+                    err.flush();
+                }
             }
+        }
+        if (progress) {
+            err.println();
         }
         if (json) {
             out.println(JSON.writeValueAsString(json(workload, results)));

@@ -69,6 +69,16 @@ class SimulateMainTest {
     }
 
     @Test
+    void progressIsOneLineRewrittenAfterEachRun() {
+        Outcome o = simulate(small("--policies", "round_robin,random", "--progress"));
+        assertEquals(0, o.status(), o.err());
+        assertTrue(o.err().startsWith("\rsimulate: 1/2 runs done (last: round_robin at moderate pressure)"), o.err());
+        assertTrue(o.err().contains("\rsimulate: 2/2 runs done (last: random at moderate pressure)"), o.err());
+        assertEquals(o.err().length() - 1, o.err().indexOf('\n'), "one terminal line, ended once");
+        assertEquals("", simulate(small("--policies", "round_robin")).err());
+    }
+
+    @Test
     void aWrittenTraceReplaysToTheSameResults(@TempDir Path dir) throws Exception {
         Path trace = dir.resolve("batch.jsonl");
         Outcome generated = simulate(small("--abandon", "0.25", "--write-trace", trace.toString(), "--json"));
