@@ -18,7 +18,8 @@ import picocli.CommandLine.Command;
         mixinStandardHelpOptions = true,
         versionProvider = Main.Version.class,
         subcommands = {
-            ServeCommand.class, LaunchCommand.class, PythonCommand.class, PrintConfigCommand.class, MockWorkerCommand.class
+            ServeCommand.class, LaunchCommand.class, PythonCommand.class, PrintConfigCommand.class, MockWorkerCommand.class,
+            SimulateCommand.class
         },
         description = "A vLLM router with a Java engine.")
 public final class Main implements Runnable {

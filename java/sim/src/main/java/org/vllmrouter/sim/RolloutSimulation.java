@@ -1,0 +1,284 @@
+package org.vllmrouter.sim;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.PriorityQueue;
+import org.vllmrouter.core.config.ConfigException;
+import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.policy.CacheAwarePolicy;
+import org.vllmrouter.core.policy.LoadBalancingPolicy;
+import org.vllmrouter.core.policy.Policies;
+import org.vllmrouter.core.policy.PrefixResidency;
+import org.vllmrouter.core.policy.RoutingRequest;
+import org.vllmrouter.core.policy.StickyLeastLoadedPolicy;
+import org.vllmrouter.core.session.Extraction;
+import org.vllmrouter.core.session.HeaderLookup;
+import org.vllmrouter.core.session.InMemorySessionTable;
+import org.vllmrouter.core.worker.Worker;
+import org.vllmrouter.mock.rollout.EngineModel;
+import org.vllmrouter.mock.rollout.EngineRequest;
+import org.vllmrouter.mock.rollout.Pressure;
+import org.vllmrouter.mock.rollout.PromptContent;
+import org.vllmrouter.mock.rollout.Trajectory;
+import org.vllmrouter.mock.rollout.Turn;
+
+/**
+ * One policy against one workload at one pressure, as a discrete-event loop in virtual time: the engine's own policy
+ * object (built by {@link Policies#create}, its sessions on the virtual clock) picks a worker for every turn, exactly
+ * as the router's route would call it, and each worker is an {@link EngineModel} stepped at its own pace. No socket,
+ * no thread: the policy's background chores (idle-session expiry, cache_aware's tree eviction) run as events at
+ * their configured intervals.
+ *
+ * <p>The router's side is kept as the server keeps it: a worker's load is its in-flight turns, a turn's session id
+ * comes from its {@code X-Session-ID} header, kv_aware is told each worker's cached prefix of the prompt (what the
+ * workers' KV events would have reported, here without delay), and a trajectory's session is released when it ends,
+ * as SkyRL's {@code finally} does.
+ */
+public final class RolloutSimulation {
+    private static final String WORKER_URL = "http://sim-worker-%d:8000";
+
+    private enum Kind { ARRIVAL, STEP_END, CHORES }
+
+    private record Event(double time, long order, Kind kind, int index) implements Comparable<Event> {
+        @Override
+        public int compareTo(Event o) {
+            int byTime = Double.compare(time, o.time);
+            return byTime != 0 ? byTime : Long.compare(order, o.order);
+        }
+    }
+
+    private static final class Run {
+        final int index;
+        final Trajectory trajectory;
+        final long[] hashes;
+        final EngineRequest.ComputeHistory history = new EngineRequest.ComputeHistory();
+        int turn;
+        double start = Double.NaN;
+        double end;
+
+        Run(int index, Trajectory trajectory, long[] hashes) {
+            this.index = index;
+            this.trajectory = trajectory;
+            this.hashes = hashes;
+        }
+    }
+
+    private final PreparedWorkload prepared;
+    private final String policyName;
+    private final Pressure pressure;
+    private final List<Worker> workers = new ArrayList<>();
+    private final Map<Worker, Integer> workerIndex = new IdentityHashMap<>();
+    private final EngineModel[] engines;
+    private final boolean[] stepping;
+    private final int blocksPerWorker;
+    private final LoadBalancingPolicy policy;
+    private final int choresIntervalSecs;
+    private final PriorityQueue<Event> events = new PriorityQueue<>();
+    private final List<Run> runs = new ArrayList<>();
+    private long order;
+    private double now;
+    private int open;
+    private long turns;
+    private long errors;
+
+    public RolloutSimulation(PreparedWorkload prepared, String policyName, int workerCount, Pressure pressure) {
+        if (workerCount <= 0) {
+            throw new IllegalArgumentException("workers must be > 0, got " + workerCount);
+        }
+        this.prepared = prepared;
+        this.policyName = policyName;
+        this.pressure = pressure;
+        this.blocksPerWorker = pressure.blocksPerWorker(prepared.workload(), workerCount, prepared.costs());
+        this.engines = new EngineModel[workerCount];
+        this.stepping = new boolean[workerCount];
+        for (int i = 0; i < workerCount; i++) {
+            Worker w = Worker.builder(String.format(WORKER_URL, i)).build();
+            workers.add(w);
+            workerIndex.put(w, i);
+            engines[i] = new EngineModel(prepared.costs(), blocksPerWorker);
+        }
+        RouterConfig defaults = RouterConfig.defaults();
+        this.choresIntervalSecs = defaults.evictionIntervalSecs();
+        this.policy = Policies.create(policyName, withoutBackgroundEviction(),
+                () -> new InMemorySessionTable(StickyLeastLoadedPolicy.configuredTtl(), defaults.maxSessions(),
+                        this::nanoTime));
+    }
+
+    /** The default configuration, except that cache_aware's eviction is left to the loop's chores event. */
+    private static RouterConfig withoutBackgroundEviction() {
+        try {
+            return RouterConfig.fromJson("{\"eviction_interval_secs\": 0}");
+        } catch (ConfigException e) {
+            throw new IllegalStateException("the default configuration was refused: " + e.getMessage(), e);
+        }
+    }
+
+    private long nanoTime() {
+        return (long) (now * 1e9);
+    }
+
+    /** Runs the batch to its end; an instance runs once. */
+    public SimulationResult run() {
+        if (!runs.isEmpty()) {
+            throw new IllegalStateException("a simulation runs once");
+        }
+        List<Trajectory> trajectories = prepared.workload().trajectories();
+        for (int i = 0; i < trajectories.size(); i++) {
+            Run run = new Run(i, trajectories.get(i), prepared.blockHashes().get(i));
+            runs.add(run);
+            schedule(run.trajectory.turns().get(0).delaySeconds(), Kind.ARRIVAL, i);
+        }
+        open = runs.size();
+        if (choresIntervalSecs > 0) {
+            schedule(choresIntervalSecs, Kind.CHORES, 0);
+        }
+        try {
+            while (!events.isEmpty()) {
+                Event e = events.poll();
+                now = e.time();
+                switch (e.kind()) {
+                    case ARRIVAL -> arrive(e.index());
+                    case STEP_END -> endStep(e.index());
+                    case CHORES -> chores();
+                }
+            }
+        } finally {
+            policy.close();
+        }
+        return result();
+    }
+
+    private void schedule(double time, Kind kind, int index) {
+        events.add(new Event(time, order++, kind, index));
+    }
+
+    private void arrive(int runIndex) {
+        Run run = runs.get(runIndex);
+        Trajectory t = run.trajectory;
+        Turn turn = t.turns().get(run.turn);
+        if (run.turn == 0) {
+            run.start = now;
+        }
+        turns++;
+        RoutingRequest request = RoutingRequest.of(new Extraction(t.sessionId(), null, null),
+                HeaderLookup.of(Map.of("x-session-id", t.sessionId())),
+                () -> PromptContent.text(t, turn.promptTokens()));
+        if (policy.usesPrefixResidency()) {
+            request.withPrefix(residency(run.hashes, turn.promptTokens()));
+        }
+        Worker chosen = policy.select(workers, request);
+        if (chosen == null) {
+            errors++;
+            end(run);
+            return;
+        }
+        int w = workerIndex.get(chosen);
+        chosen.incrementLoad();
+        if (!engines[w].submit(new EngineRequest(run.hashes, turn.promptTokens(), turn.outputTokens(), run.history,
+                run))) {
+            chosen.decrementLoad();
+            policy.onComplete(chosen, false);
+            errors++;
+            end(run);
+            return;
+        }
+        if (!stepping[w]) {
+            step(w);
+        }
+    }
+
+    private PrefixResidency residency(long[] hashes, int promptTokens) {
+        return new PrefixResidency() {
+            @Override
+            public int inputTokens() {
+                return promptTokens;
+            }
+
+            @Override
+            public int creditedTokens(Worker worker) {
+                return engines[workerIndex.get(worker)].cachedPrefixTokens(hashes, promptTokens);
+            }
+        };
+    }
+
+    private void step(int w) {
+        stepping[w] = true;
+        schedule(now + engines[w].startStep(), Kind.STEP_END, w);
+    }
+
+    private void endStep(int w) {
+        Worker worker = workers.get(w);
+        for (EngineRequest done : engines[w].finishStep()) {
+            Run run = (Run) done.tag();
+            Turn turn = run.trajectory.turns().get(run.turn);
+            worker.decrementLoad();
+            policy.onComplete(worker, !turn.abandoned());
+            run.turn++;
+            if (run.turn == run.trajectory.turns().size()) {
+                end(run);
+            } else {
+                schedule(now + run.trajectory.turns().get(run.turn).delaySeconds(), Kind.ARRIVAL, run.index);
+            }
+        }
+        stepping[w] = false;
+        if (engines[w].hasWork()) {
+            step(w);
+        }
+    }
+
+    private void end(Run run) {
+        run.end = now;
+        open--;
+        policy.finishSession(run.trajectory.sessionId());
+    }
+
+    private void chores() {
+        policy.expireIdle(Integer.MAX_VALUE);
+        if (policy instanceof CacheAwarePolicy cacheAware) {
+            cacheAware.evictNow();
+        }
+        if (open > 0) {
+            schedule(now + choresIntervalSecs, Kind.CHORES, 0);
+        }
+    }
+
+    private SimulationResult result() {
+        double makespan = 0;
+        double[] trajectoryLatency = new double[runs.size()];
+        Map<String, double[]> groupSpan = new HashMap<>();
+        for (int i = 0; i < runs.size(); i++) {
+            Run run = runs.get(i);
+            makespan = Math.max(makespan, run.end);
+            trajectoryLatency[i] = run.end - run.start;
+            double[] span = groupSpan.computeIfAbsent(run.trajectory.group(),
+                    g -> new double[] {Double.POSITIVE_INFINITY, 0});
+            span[0] = Math.min(span[0], run.start);
+            span[1] = Math.max(span[1], run.end);
+        }
+        double[] groupLatency = groupSpan.values().stream().mapToDouble(s -> s[1] - s[0]).toArray();
+        long prompt = 0;
+        long hits = 0;
+        long recomputed = 0;
+        long preemptions = 0;
+        double busiest = 0;
+        double busy = 0;
+        for (EngineModel e : engines) {
+            prompt += e.promptTokens();
+            hits += e.hitTokens();
+            recomputed += e.recomputedTokens();
+            preemptions += e.preemptions();
+            busiest = Math.max(busiest, e.busySeconds());
+            busy += e.busySeconds();
+        }
+        double meanBusy = busy / engines.length;
+        Percentiles groups = new Percentiles(groupLatency);
+        Percentiles trajectories = new Percentiles(trajectoryLatency);
+        return new SimulationResult(policyName, pressure.name(), engines.length, blocksPerWorker, makespan,
+                groups.at(50), groups.at(90), groups.max(), trajectories.at(50), trajectories.at(90),
+                prompt == 0 ? 0 : (double) hits / prompt, recomputed, meanBusy == 0 ? 0 : busiest / meanBusy,
+                preemptions, turns, errors);
+    }
+}

@@ -1,0 +1,117 @@
+package org.vllmrouter.sim;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class SimulateMainTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final String[] SMALL = {"--workers", "4", "--groups", "4", "--samples", "4"};
+
+    private record Outcome(int status, String out, String err) {
+    }
+
+    private static Outcome simulate(String... args) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        int status = SimulateMain.run(new PrintStream(out, true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8), args);
+        return new Outcome(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+    }
+
+    private static String[] small(String... more) {
+        String[] all = new String[SMALL.length + more.length];
+        System.arraycopy(SMALL, 0, all, 0, SMALL.length);
+        System.arraycopy(more, 0, all, SMALL.length, more.length);
+        return all;
+    }
+
+    @Test
+    void jsonHasOneResultPerPolicyAndPressureWithTheAgreedKeys() throws Exception {
+        Outcome o = simulate(small("--policies", "sticky_least_loaded,round_robin", "--pressure", "low,high",
+                "--json"));
+        assertEquals(0, o.status(), o.err());
+        JsonNode results = JSON.readTree(o.out()).get("results");
+        assertEquals(4, results.size());
+        Set<String> keys = new TreeSet<>();
+        results.get(0).fieldNames().forEachRemaining(keys::add);
+        assertTrue(keys.containsAll(List.of("policy", "makespan_s", "group_latency_s", "trajectory_latency_s",
+                "prefix_hit_rate", "recomputed_tokens", "imbalance", "preemptions", "turns", "errors")), keys::toString);
+        assertEquals(Set.of("p50", "p90", "max"), fieldNames(results.get(0).get("group_latency_s")));
+        assertEquals(Set.of("p50", "p90"), fieldNames(results.get(0).get("trajectory_latency_s")));
+        assertEquals("round_robin", results.get(3).get("policy").asText());
+        assertEquals("high", results.get(3).get("pressure").asText());
+    }
+
+    private static Set<String> fieldNames(JsonNode node) {
+        Set<String> names = new TreeSet<>();
+        node.fieldNames().forEachRemaining(names::add);
+        return names;
+    }
+
+    @Test
+    void withoutJsonItPrintsATable() {
+        Outcome o = simulate(small("--policies", "cache_aware"));
+        assertEquals(0, o.status(), o.err());
+        assertTrue(o.out().lines().anyMatch(l -> l.startsWith("moderate  cache_aware")), o.out());
+    }
+
+    @Test
+    void progressIsOneLineRewrittenAfterEachRun() {
+        Outcome o = simulate(small("--policies", "round_robin,random", "--progress"));
+        assertEquals(0, o.status(), o.err());
+        assertTrue(o.err().startsWith("\rsimulate: 1/2 runs done (last: round_robin at moderate pressure)"), o.err());
+        assertTrue(o.err().contains("\rsimulate: 2/2 runs done (last: random at moderate pressure)"), o.err());
+        assertEquals(o.err().length() - 1, o.err().indexOf('\n'), "one terminal line, ended once");
+        assertEquals("", simulate(small("--policies", "round_robin")).err());
+    }
+
+    @Test
+    void aWrittenTraceReplaysToTheSameResults(@TempDir Path dir) throws Exception {
+        Path trace = dir.resolve("batch.jsonl");
+        Outcome generated = simulate(small("--abandon", "0.25", "--write-trace", trace.toString(), "--json"));
+        Outcome replayed = simulate("--workers", "4", "--trace", trace.toString(), "--json");
+        assertEquals(0, replayed.status(), replayed.err());
+        assertEquals(JSON.readTree(generated.out()).get("results"), JSON.readTree(replayed.out()).get("results"));
+    }
+
+    @Test
+    void badInputIsOneLineAndAFailingStatus(@TempDir Path dir) throws Exception {
+        assertBad(simulate(small("--policies", "sticky_least_loaded,fastest")),
+                "simulate: unknown policy 'fastest'; expected one of ");
+        assertBad(simulate("--workers", "0"), "simulate: --workers must be > 0, got 0");
+        assertBad(simulate("--groups", "-2"), "simulate: --groups must be > 0, got -2");
+        assertBad(simulate("--samples", "0"), "simulate: --samples must be > 0, got 0");
+        assertBad(simulate("--pressure", "extreme"),
+                "simulate: pressure must be low, moderate, high or a ratio > 0, got 'extreme'");
+        assertBad(simulate("--workers", "many"), "simulate: Invalid value for option '--workers'");
+        assertBad(simulate("--bogus"), "simulate: Unknown option: '--bogus'");
+        Path trace = dir.resolve("bad.jsonl");
+        Files.writeString(trace, "{\"session_id\":\"a_0\",\"turn\":0,\"delay_s\":0,\"system_tokens\":1,"
+                + "\"task_tokens\":1,\"prompt_tokens\":2,\"output_tokens\":1,\"abandoned\":false}\n{oops\n");
+        assertBad(simulate("--trace", trace.toString()), "simulate: " + trace + ": trace line 2: not JSON");
+        assertBad(simulate("--trace", trace.toString(), "--groups", "2", "--seed", "3"),
+                "simulate: --trace gives the workload; drop --groups, --seed");
+        assertBad(simulate("--abandon", "1.5"), "simulate: abandon share must be between 0 and 1, got 1.5");
+        assertBad(simulate("--trace", dir.resolve("missing.jsonl").toString()), "simulate: cannot read trace ");
+    }
+
+    private static void assertBad(Outcome o, String start) {
+        assertEquals(2, o.status());
+        assertEquals("", o.out());
+        assertEquals(1, o.err().lines().count(), o.err());
+        assertTrue(o.err().startsWith(start), o.err());
+    }
+}
