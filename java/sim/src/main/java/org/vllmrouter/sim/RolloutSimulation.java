@@ -8,15 +8,17 @@ import java.util.Map;
 import java.util.PriorityQueue;
 import org.vllmrouter.core.config.ConfigException;
 import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.config.StartEnvironment;
 import org.vllmrouter.core.policy.CacheAwarePolicy;
 import org.vllmrouter.core.policy.LoadBalancingPolicy;
 import org.vllmrouter.core.policy.Policies;
 import org.vllmrouter.core.policy.PrefixResidency;
 import org.vllmrouter.core.policy.RoutingRequest;
-import org.vllmrouter.core.policy.StickyLeastLoadedPolicy;
 import org.vllmrouter.core.session.Extraction;
 import org.vllmrouter.core.session.HeaderLookup;
 import org.vllmrouter.core.session.InMemorySessionTable;
+import org.vllmrouter.core.settings.RouterSettings;
+import org.vllmrouter.core.settings.SessionSettings;
 import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.mock.rollout.EngineModel;
 import org.vllmrouter.mock.rollout.EngineRequest;
@@ -100,17 +102,21 @@ public final class RolloutSimulation {
             workerIndex.put(w, i);
             engines[i] = new EngineModel(prepared.costs(), blocksPerWorker);
         }
-        RouterConfig defaults = RouterConfig.defaults();
-        this.choresIntervalSecs = defaults.evictionIntervalSecs();
-        this.policy = Policies.create(policyName, withoutBackgroundEviction(),
-                () -> new InMemorySessionTable(StickyLeastLoadedPolicy.configuredTtl(), defaults.maxSessions(),
-                        this::nanoTime));
+        this.choresIntervalSecs = RouterConfig.defaults().evictionIntervalSecs();
+        RouterSettings settings = withoutBackgroundEviction();
+        SessionSettings sessions = settings.sessions();
+        this.policy = Policies.create(policyName, settings.policies(),
+                () -> new InMemorySessionTable(sessions.ttl(), sessions.maxSessions(), this::nanoTime));
     }
 
-    /** The default configuration, except that cache_aware's eviction is left to the loop's chores event. */
-    private static RouterConfig withoutBackgroundEviction() {
+    /**
+     * The default settings (with the session TTL from this process's environment, as a router takes it), except that
+     * cache_aware's eviction is left to the loop's chores event.
+     */
+    private static RouterSettings withoutBackgroundEviction() {
         try {
-            return RouterConfig.fromJson("{\"eviction_interval_secs\": 0}");
+            return RouterSettings.of(RouterConfig.fromJson("{\"eviction_interval_secs\": 0}"),
+                    StartEnvironment.current());
         } catch (ConfigException e) {
             throw new IllegalStateException("the default configuration was refused: " + e.getMessage(), e);
         }
