@@ -49,6 +49,7 @@ import org.vllmrouter.kv.KvSubscribers;
 import org.vllmrouter.server.http.ClientReadDeadline;
 import org.vllmrouter.server.http.InFlightRequests;
 import org.vllmrouter.server.kv.KvPlacement;
+import org.vllmrouter.server.kv.KvSources;
 import org.vllmrouter.server.metrics.MetricsHandler;
 import org.vllmrouter.server.metrics.RouterMetrics;
 import org.vllmrouter.server.proxy.Proxy;
@@ -106,22 +107,22 @@ public final class RouterServer implements AutoCloseable {
     private final ChannelGroup connections;
     private final WorkerRegistry workers;
     private final PolicyRegistry policies;
-    private final KvPlacement kv;
+    private final KvSources kvSources;
     private final Channel listener;
     private final Channel metricsListener;
     private final Object closeLock = new Object();
     private boolean closed;
 
     private RouterServer(RouterConfig config, StartedParts parts, AtomicReference<Duration> drainTimeout,
-                         ChannelGroup connections, WorkerRegistry workers, PolicyRegistry policies, KvPlacement kv,
-                         Channel listener, Channel metricsListener) {
+                         ChannelGroup connections, WorkerRegistry workers, PolicyRegistry policies,
+                         KvSources kvSources, Channel listener, Channel metricsListener) {
         this.config = config;
         this.parts = parts;
         this.drainTimeout = drainTimeout;
         this.connections = connections;
         this.workers = workers;
         this.policies = policies;
-        this.kv = kv;
+        this.kvSources = kvSources;
         this.listener = listener;
         this.metricsListener = metricsListener;
     }
@@ -205,9 +206,14 @@ public final class RouterServer implements AutoCloseable {
             WorkerFactory factory = new WorkerFactory(config, metrics);
             List<Worker> initial = initialWorkers(config, factory);
             EventLoop control = group.next();
-            KvPlacement kv = kvPlacement(config, staticKvSources, policies, workers, client, workerTls, connections,
-                    control, metrics);
-            if (kv != null) {
+            KvAwarePolicy kvAware = kvAwarePolicy(policies);
+            KvSources kvSources = null;
+            KvPlacement kv = null;
+            if (kvAware != null) {
+                kvSources = new KvSources(workers, client, control, staticKvSources, kvIdentity(config, staticKvSources),
+                        metrics.registry(), KvSubscribers.Settings.DEFAULTS);
+                parts.add(kvSources::close);
+                kv = new KvPlacement(kvSources, workers, workerTls, connections, kvAware.settings(), metrics.registry());
                 parts.add(kv::close);
             }
             awaitStartupHealth(config, client, control, initial);
@@ -250,7 +256,7 @@ public final class RouterServer implements AutoCloseable {
             parts.add(inFlight::drain);
             LOG.info("Router ready | workers: " + workers.all().stream().map(Worker::shownUrl).toList());
             LOG.info("Starting server on " + config.host() + ":" + ((InetSocketAddress) listener.localAddress()).getPort());
-            return new RouterServer(config, parts, drainTimeout, connections, workers, policies, kv, listener,
+            return new RouterServer(config, parts, drainTimeout, connections, workers, policies, kvSources, listener,
                     metricsListener);
         } catch (RouterStartException | RuntimeException e) {
             try {
@@ -263,25 +269,27 @@ public final class RouterServer implements AutoCloseable {
     }
 
     /**
-     * The KV-event side of kv_aware, when a configured policy (default, prefill or decode) is kv_aware; null
-     * otherwise, so routers without it open no subscriber sockets.
+     * The kv_aware policy among the configured ones (default, prefill or decode), whose inputs the router then
+     * gathers; null when there is none, so routers without it open no subscriber sockets.
      */
-    private static KvPlacement kvPlacement(RouterConfig config, Map<String, StaticKvSources.Source> sources,
-                                           PolicyRegistry policies, WorkerRegistry workers, ControlClient client,
-                                           WorkerTls tls, ChannelGroup connections, EventLoop control,
-                                           RouterMetrics metrics) {
+    private static KvAwarePolicy kvAwarePolicy(PolicyRegistry policies) {
         for (LoadBalancingPolicy p : policies.all()) {
             if (p instanceof KvAwarePolicy kvAware) {
-                CacheIdentity identity = sources.isEmpty() ? null : config.isPdMode()
-                        // --pd-kv-events names no model: its prefill workers share one tree at the fixed block size.
-                        ? new CacheIdentity(Objects.requireNonNullElse(config.kvEventModel(), ""),
-                                StaticKvSources.PD_BLOCK_SIZE)
-                        : new CacheIdentity(config.kvEventModel(), config.kvEventBlockSize());
-                return new KvPlacement(workers, client, tls, connections, control, kvAware.settings(), sources,
-                        identity, metrics.registry(), KvSubscribers.Settings.DEFAULTS);
+                return kvAware;
             }
         }
         return null;
+    }
+
+    /** The cache identity of the workers whose KV-event sources the flags name; null when they name none. */
+    private static CacheIdentity kvIdentity(RouterConfig config, Map<String, StaticKvSources.Source> sources) {
+        if (sources.isEmpty()) {
+            return null;
+        }
+        // --pd-kv-events names no model: its prefill workers share one tree at the fixed block size.
+        return config.isPdMode()
+                ? new CacheIdentity(Objects.requireNonNullElse(config.kvEventModel(), ""), StaticKvSources.PD_BLOCK_SIZE)
+                : new CacheIdentity(config.kvEventModel(), config.kvEventBlockSize());
     }
 
     private static SessionStore openSessionStore(RouterConfig config) throws RouterStartException {
@@ -420,9 +428,9 @@ public final class RouterServer implements AutoCloseable {
         return workers;
     }
 
-    /** The KV-event side of kv_aware; null when no configured policy is kv_aware. */
-    KvPlacement kvPlacement() {
-        return kv;
+    /** The KV-event subscriptions of kv_aware; null when no configured policy is kv_aware. */
+    KvSources kvSources() {
+        return kvSources;
     }
 
     /** Stops accepting, waits up to {@link #DRAIN_TIMEOUT} for in-flight requests, then releases everything. */
