@@ -4,7 +4,6 @@ import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
-import io.netty.channel.ChannelPipeline;
 import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.RecvByteBufAllocator;
@@ -12,13 +11,8 @@ import io.netty.channel.ServerChannelRecvByteBufAllocator;
 import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
-import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpObjectAggregator;
 import io.netty.handler.codec.http.HttpServerCodec;
-import io.netty.handler.codec.http.cors.CorsConfig;
-import io.netty.handler.codec.http.cors.CorsConfigBuilder;
-import io.netty.handler.codec.http.cors.CorsHandler;
-import io.netty.handler.timeout.IdleStateHandler;
 import io.netty.util.NetUtil;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.GlobalEventExecutor;
@@ -30,6 +24,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.logging.Logger;
 import org.vllmrouter.core.config.ConfigException;
 import org.vllmrouter.core.config.PdMode;
@@ -57,14 +52,10 @@ import org.vllmrouter.discovery.DiscoveryStartException;
 import org.vllmrouter.discovery.WorkerDiscovery;
 import org.vllmrouter.kv.CacheIdentity;
 import org.vllmrouter.kv.KvSubscribers;
-import org.vllmrouter.server.http.BodyAggregator;
 import org.vllmrouter.server.http.ClientReadDeadline;
-import org.vllmrouter.server.http.FrontendHandler;
-import org.vllmrouter.server.http.HttpCodecs;
 import org.vllmrouter.server.http.InFlightRequests;
-import org.vllmrouter.server.http.RequestGuard;
-import org.vllmrouter.server.http.RequestIdHandler;
 import org.vllmrouter.server.kv.KvPlacement;
+import org.vllmrouter.server.kv.KvSources;
 import org.vllmrouter.server.metrics.MetricsHandler;
 import org.vllmrouter.server.metrics.RouterMetrics;
 import org.vllmrouter.server.proxy.Proxy;
@@ -85,14 +76,12 @@ import org.vllmrouter.server.worker.WorkerFactory;
  * {@code http} ending in the {@code route} table, whose handlers hand requests to the {@code proxy}), the
  * Prometheus listener ({@code metrics}), the worker registry and policies, the health checker ({@code worker}) and
  * the session sweeper. {@link #start} returns once both ports are bound; {@link #close} stops accepting, lets
- * in-flight requests finish for a bounded time, then releases everything.
+ * in-flight requests finish for a bounded time, then releases everything. Each part is registered on one
+ * {@link StartedParts} as it starts, and a start that fails stops the parts started so far through it just as a
+ * close does.
  */
 public final class RouterServer implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(RouterServer.class.getName());
-    /** Connections idle this long between requests (or stalled mid-request) are closed. */
-    private static final int CLIENT_IDLE_SECS = 120;
-    private static final int MAX_INITIAL_LINE = 64 * 1024;
-    private static final int MAX_HEADER_SIZE = 64 * 1024;
     /** How long {@link #close()} waits for in-flight requests. */
     static final Duration DRAIN_TIMEOUT = Duration.ofSeconds(30);
     /** Idle sessions are swept off the routing path this often, a bounded batch per policy at a time. */
@@ -119,36 +108,27 @@ public final class RouterServer implements AutoCloseable {
     private static final long LOOPS_STOP_MILLIS = 4_000;
 
     private final ServerSettings config;
-    private final EventLoopGroup group;
+    private final StartedParts parts;
+    private final AtomicReference<Duration> drainTimeout;
     private final ChannelGroup connections;
     private final WorkerRegistry workers;
     private final PolicyRegistry policies;
-    private final Proxy proxy;
-    private final InFlightRequests inFlight;
-    private final HealthChecker healthChecker;
-    private final WorkerDiscovery discovery;
-    private final KvPlacement kv;
-    private final ScheduledFuture<?> sweeper;
+    private final KvSources kvSources;
     private final Channel listener;
     private final Channel metricsListener;
     private final Object closeLock = new Object();
     private boolean closed;
 
-    private RouterServer(ServerSettings config, EventLoopGroup group, ChannelGroup connections, WorkerRegistry workers,
-                         PolicyRegistry policies, Proxy proxy, InFlightRequests inFlight, HealthChecker healthChecker,
-                         WorkerDiscovery discovery, KvPlacement kv, ScheduledFuture<?> sweeper, Channel listener,
-                         Channel metricsListener) {
+    private RouterServer(ServerSettings config, StartedParts parts, AtomicReference<Duration> drainTimeout,
+                         ChannelGroup connections, WorkerRegistry workers, PolicyRegistry policies,
+                         KvSources kvSources, Channel listener, Channel metricsListener) {
         this.config = config;
-        this.group = group;
+        this.parts = parts;
+        this.drainTimeout = drainTimeout;
         this.connections = connections;
         this.workers = workers;
         this.policies = policies;
-        this.proxy = proxy;
-        this.inFlight = inFlight;
-        this.healthChecker = healthChecker;
-        this.discovery = discovery;
-        this.kv = kv;
-        this.sweeper = sweeper;
+        this.kvSources = kvSources;
         this.listener = listener;
         this.metricsListener = metricsListener;
     }
@@ -208,36 +188,51 @@ public final class RouterServer implements AutoCloseable {
         }
         WorkerTls workerTls = options.workerTls() != null ? options.workerTls()
                 : WorkerTls.trusting(settings.workers().certFile());
-        // Every connection, accepted or to a worker, so close() can end them all before it stops the loops.
+        // Every connection, accepted or to a worker, so a close can end them all before it stops the loops.
         ChannelGroup connections = new DefaultChannelGroup("vllm-router", GlobalEventExecutor.INSTANCE);
         ControlClient client = new ControlClient(workerTls, connections);
         SessionStore sessionStore = openSessionStore(settings.sessions());
-        EventLoopGroup group = transport.newGroup(loops, "vllm-router");
-        // auto depends on the kernel (and a container's seccomp profile), so say which one runs.
-        LOG.info("Event loops: " + loops + " on " + transport.label());
-        PolicyRegistry policies = new PolicyRegistry(settings.policies(), sessionStore);
-        WorkerRegistry workers = new WorkerRegistry();
-        RouterMetrics metrics = new RouterMetrics(workers::all, policies::sessionStats, sessionStore::degraded);
-        WorkerCalls calls = new WorkerCalls(metrics);
-        Proxy proxy = new Proxy(workers, calls, metrics, settings.server().requestTimeoutSecs(), workerTls,
-                connections);
-        HealthChecker healthChecker = null;
-        WorkerDiscovery discovery = null;
-        KvPlacement kv = null;
-        ScheduledFuture<?> sweeper = null;
-        Channel listener = null;
+        StartedParts parts = new StartedParts();
+        // How long a close waits for requests in flight: none when the start fails, as nothing was served yet.
+        AtomicReference<Duration> drainTimeout = new AtomicReference<>(Duration.ZERO);
         try {
+            EventLoopGroup group = transport.newGroup(loops, "vllm-router");
+            parts.add(() -> stopLoops(group));
+            // Closed just before the loops stop, when every part that opens connections has stopped.
+            parts.add(() -> closeAll(connections));
+            // auto depends on the kernel (and a container's seccomp profile), so say which one runs.
+            LOG.info("Event loops: " + loops + " on " + transport.label());
+            PolicyRegistry policies = new PolicyRegistry(settings.policies(), sessionStore);
+            parts.add(policies::close);
+            WorkerRegistry workers = new WorkerRegistry();
+            RouterMetrics metrics = new RouterMetrics(workers::all, policies::sessionStats, sessionStore::degraded);
+            WorkerCalls calls = new WorkerCalls(metrics);
+            Proxy proxy = new Proxy(workers, calls, metrics, settings.server().requestTimeoutSecs(), workerTls,
+                    connections);
+            parts.add(proxy::close);
             WorkerFactory factory = new WorkerFactory(settings.worker(), metrics);
             List<Worker> initial = initialWorkers(settings.workers(), factory);
             EventLoop control = group.next();
-            kv = kvPlacement(settings.kvEvents(), policies, workers, client, workerTls, connections, control,
-                    metrics);
+            KvAwarePolicy kvAware = kvAwarePolicy(policies);
+            KvSources kvSources = null;
+            KvPlacement kv = null;
+            if (kvAware != null) {
+                KvEventSettings kvEvents = settings.kvEvents();
+                kvSources = new KvSources(workers, client, control, kvEvents.sources(), kvIdentity(kvEvents),
+                        metrics.registry(), KvSubscribers.Settings.DEFAULTS);
+                parts.add(kvSources::close);
+                kv = new KvPlacement(kvSources, workers, workerTls, connections, kvAware.settings(), metrics.registry());
+                parts.add(kv::close);
+            }
             awaitStartupHealth(settings.health(), client, control, initial);
             initial.forEach(workers::add);
 
-            healthChecker = new HealthChecker(workers, client, control, settings.health().checkEndpoint(),
-                    settings.health().checkIntervalSecs(), settings.health().checkTimeoutSecs());
+            HealthChecker healthChecker = new HealthChecker(workers, client, control,
+                    settings.health().checkEndpoint(), settings.health().checkIntervalSecs(),
+                    settings.health().checkTimeoutSecs());
             healthChecker.start();
+            parts.add(healthChecker::close);
+            WorkerDiscovery discovery;
             try {
                 discovery = WorkerDiscovery.start(settings.discovery(),
                         new DiscoveredWorkerSink(settings.health(), workers, factory, client, control),
@@ -245,69 +240,67 @@ public final class RouterServer implements AutoCloseable {
             } catch (DiscoveryStartException e) {
                 throw new RouterStartException(e.getMessage(), e);
             }
-            sweeper = control.scheduleAtFixedRate(() -> policies.expireIdleSessions(SWEEP_BATCH),
+            parts.add(discovery::close);
+            ScheduledFuture<?> sweeper = control.scheduleAtFixedRate(() -> policies.expireIdleSessions(SWEEP_BATCH),
                     SWEEP_INTERVAL_SECS, SWEEP_INTERVAL_SECS, TimeUnit.SECONDS);
+            parts.add(() -> sweeper.cancel(false));
 
             AdmissionLimiter limiter = new AdmissionLimiter(settings.admission(), control,
                     options.limiterClock() != null ? options.limiterClock() : control.ticker());
             RouteTable routes = new RouteTable(settings, workers, policies, factory, proxy, calls, metrics, limiter,
                     client, kv);
             InFlightRequests inFlight = new InFlightRequests();
+            // Waits once the listeners are closed, so no new connection brings more.
+            parts.add(() -> awaitInFlight(inFlight, drainTimeout.get()));
             options.beforeListening().run();
-            listener = bind(group, settings.server().host(), settings.server().port(),
-                    routerInitializer(settings.server(), routes, inFlight, metrics,
-                    options.clientReadTimeout(), connections),
+            Channel listener = bind(group, settings.server().host(), settings.server().port(),
+                    new RouterChannelInitializer(settings.server(), routes, inFlight, metrics,
+                            options.clientReadTimeout(), connections),
                     "router");
+            parts.add(() -> awaitLoop(listener.close(), LISTENER_CLOSE_MILLIS, "The router port's listener did not close"));
             Channel metricsListener = bind(group, settings.metrics().host(), settings.metrics().port(),
                     metricsInitializer(metrics, connections), "Prometheus");
+            parts.add(() -> awaitLoop(metricsListener.close(), LISTENER_CLOSE_MILLIS,
+                    "The metrics port's listener did not close"));
+            // The first step of a close: requests arriving on open connections are turned away from here on.
+            parts.add(inFlight::drain);
             LOG.info("Router ready | workers: " + workers.all().stream().map(Worker::shownUrl).toList());
             LOG.info("Starting server on " + settings.server().host() + ":"
                     + ((InetSocketAddress) listener.localAddress()).getPort());
-            return new RouterServer(settings.server(), group, connections, workers, policies, proxy, inFlight,
-                    healthChecker, discovery, kv, sweeper, listener, metricsListener);
+            return new RouterServer(settings.server(), parts, drainTimeout, connections, workers, policies, kvSources, listener,
+                    metricsListener);
         } catch (RouterStartException | RuntimeException e) {
-            if (discovery != null) {
-                discovery.close();
+            try {
+                parts.close();
+            } catch (RuntimeException closeFailure) {
+                e.addSuppressed(closeFailure);
             }
-            if (healthChecker != null) {
-                healthChecker.close();
-            }
-            if (kv != null) {
-                kv.close();
-            }
-            if (sweeper != null) {
-                sweeper.cancel(false);
-            }
-            if (listener != null) {
-                listener.close();
-            }
-            proxy.close();
-            policies.close();
-            closeAll(connections);
-            group.shutdownGracefully(0, 0, TimeUnit.SECONDS).syncUninterruptibly();
             throw e;
         }
     }
 
     /**
-     * The KV-event side of kv_aware, when a configured policy (default, prefill or decode) is kv_aware; null
-     * otherwise, so routers without it open no subscriber sockets.
+     * The kv_aware policy among the configured ones (default, prefill or decode), whose inputs the router then
+     * gathers; null when there is none, so routers without it open no subscriber sockets.
      */
-    private static KvPlacement kvPlacement(KvEventSettings kvEvents, PolicyRegistry policies,
-                                           WorkerRegistry workers, ControlClient client, WorkerTls tls,
-                                           ChannelGroup connections, EventLoop control, RouterMetrics metrics) {
+    private static KvAwarePolicy kvAwarePolicy(PolicyRegistry policies) {
         for (LoadBalancingPolicy p : policies.all()) {
             if (p instanceof KvAwarePolicy kvAware) {
-                CacheIdentity identity = kvEvents.sources().isEmpty() ? null : kvEvents.pdMode()
-                        // --pd-kv-events names no model: its prefill workers share one tree at the fixed block size.
-                        ? new CacheIdentity(Objects.requireNonNullElse(kvEvents.model(), ""),
-                                StaticKvSources.PD_BLOCK_SIZE)
-                        : new CacheIdentity(kvEvents.model(), kvEvents.blockSize());
-                return new KvPlacement(workers, client, tls, connections, control, kvAware.settings(),
-                        kvEvents.sources(), identity, metrics.registry(), KvSubscribers.Settings.DEFAULTS);
+                return kvAware;
             }
         }
         return null;
+    }
+
+    /** The cache identity of the workers whose KV-event sources the flags name; null when they name none. */
+    private static CacheIdentity kvIdentity(KvEventSettings kvEvents) {
+        if (kvEvents.sources().isEmpty()) {
+            return null;
+        }
+        // --pd-kv-events names no model: its prefill workers share one tree at the fixed block size.
+        return kvEvents.pdMode()
+                ? new CacheIdentity(Objects.requireNonNullElse(kvEvents.model(), ""), StaticKvSources.PD_BLOCK_SIZE)
+                : new CacheIdentity(kvEvents.model(), kvEvents.blockSize());
     }
 
     private static SessionStore openSessionStore(SessionSettings sessions) throws RouterStartException {
@@ -355,48 +348,6 @@ public final class RouterServer implements AutoCloseable {
                     + "(vllm_router.launch_server) or --worker-startup-timeout-secs (vllm_worker.router) to a larger value"
                     + ". Last health check: " + outcome.lastFailures(), null);
         }
-    }
-
-    private static ChannelInitializer<Channel> routerInitializer(ServerSettings config, RouteTable routes,
-                                                                InFlightRequests inFlight, RouterMetrics metrics,
-                                                                Duration clientReadTimeout,
-                                                                ChannelGroup connections) {
-        CorsConfig cors = corsConfig(config.corsAllowedOrigins());
-        int maxBody = (int) Math.min(Integer.MAX_VALUE, config.maxPayloadSize());
-        return new ChannelInitializer<>() {
-            @Override
-            protected void initChannel(Channel ch) {
-                connections.add(ch);
-                ChannelPipeline p = ch.pipeline();
-                ClientReadDeadline readDeadline = new ClientReadDeadline(clientReadTimeout);
-                p.addLast(readDeadline);
-                p.addLast(new IdleStateHandler(CLIENT_IDLE_SECS, 0, 0, TimeUnit.SECONDS));
-                p.addLast(HttpCodecs.server(MAX_INITIAL_LINE, MAX_HEADER_SIZE, 8192));
-                p.addLast(new RequestIdHandler(config.requestIdHeaders()));
-                p.addLast(new RequestGuard());
-                p.addLast(new CorsHandler(cors));
-                p.addLast(new BodyAggregator(maxBody));
-                p.addLast(new FrontendHandler(routes, inFlight, metrics, readDeadline::requestRead));
-            }
-        };
-    }
-
-    private static CorsConfig corsConfig(List<String> origins) {
-        if (origins == null || origins.isEmpty()) {
-            return CorsConfigBuilder.forAnyOrigin()
-                    .allowedRequestMethods(HttpMethod.GET, HttpMethod.POST, HttpMethod.PUT, HttpMethod.DELETE,
-                            HttpMethod.PATCH, HttpMethod.HEAD, HttpMethod.OPTIONS)
-                    .allowedRequestHeaders("*")
-                    .exposeHeaders("*")
-                    .maxAge(3600)
-                    .build();
-        }
-        return CorsConfigBuilder.forOrigins(origins.toArray(String[]::new))
-                .allowedRequestMethods(HttpMethod.GET, HttpMethod.POST, HttpMethod.OPTIONS)
-                .allowedRequestHeaders("Content-Type", "Authorization")
-                .exposeHeaders(RequestIdHandler.X_REQUEST_ID.toString())
-                .maxAge(3600)
-                .build();
     }
 
     private static ChannelInitializer<Channel> metricsInitializer(RouterMetrics metrics, ChannelGroup connections) {
@@ -487,9 +438,9 @@ public final class RouterServer implements AutoCloseable {
         return workers;
     }
 
-    /** The KV-event side of kv_aware; null when no configured policy is kv_aware. */
-    KvPlacement kvPlacement() {
-        return kv;
+    /** The KV-event subscriptions of kv_aware; null when no configured policy is kv_aware. */
+    KvSources kvSources() {
+        return kvSources;
     }
 
     /** Stops accepting, waits up to {@link #DRAIN_TIMEOUT} for in-flight requests, then releases everything. */
@@ -505,10 +456,13 @@ public final class RouterServer implements AutoCloseable {
             }
             closed = true;
         }
-        inFlight.drain();
-        awaitLoop(listener.close(), LISTENER_CLOSE_MILLIS, "The router port's listener did not close");
-        awaitLoop(metricsListener.close(), LISTENER_CLOSE_MILLIS, "The metrics port's listener did not close");
-        long deadline = System.nanoTime() + drainTimeout.toNanos();
+        this.drainTimeout.set(drainTimeout);
+        parts.close();
+    }
+
+    /** Waits up to {@code timeout} for the requests in flight to end. */
+    private static void awaitInFlight(InFlightRequests inFlight, Duration timeout) {
+        long deadline = System.nanoTime() + timeout.toNanos();
         while (inFlight.count() > 0 && System.nanoTime() - deadline < 0) {
             try {
                 Thread.sleep(10);
@@ -520,15 +474,10 @@ public final class RouterServer implements AutoCloseable {
         if (inFlight.count() > 0) {
             LOG.warning("Shutting down with " + inFlight.count() + " request(s) still in flight");
         }
-        discovery.close();
-        healthChecker.close();
-        if (kv != null) {
-            kv.close();
-        }
-        sweeper.cancel(false);
-        proxy.close();
-        policies.close();
-        closeAll(connections);
+    }
+
+    /** Stops the event loops; a loop that no longer runs its tasks never stops, so the wait is bounded. */
+    private static void stopLoops(EventLoopGroup group) {
         Future<?> stopped = group.shutdownGracefully(0, 2, TimeUnit.SECONDS);
         if (!stopped.awaitUninterruptibly(LOOPS_STOP_MILLIS)) {
             throw new IllegalStateException("The router's event loops did not stop within " + LOOPS_STOP_MILLIS

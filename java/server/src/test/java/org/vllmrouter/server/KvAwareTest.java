@@ -60,8 +60,8 @@ class KvAwareTest {
             cfg.put("kv_event_block_size", BLOCK);
         }
         router = Fixture.start(cfg);
-        assertTrue(ResilienceTest.eventually(() -> router.kvPlacement().sources().size() == mock.urls().size()),
-                "every worker's KV source is subscribed: " + router.kvPlacement().sources());
+        assertTrue(ResilienceTest.eventually(() -> router.kvSources().sources().size() == mock.urls().size()),
+                "every worker's KV source is subscribed: " + router.kvSources().sources());
     }
 
     /** A prompt of about 100 mock tokens (6 full blocks) that no other prompt of these tests starts with. */
@@ -152,8 +152,8 @@ class KvAwareTest {
         cfg.put("pd_kv_events", List.of(urls.get(0) + "=" + mock.worker(0).kvEvents().endpoint(),
                 urls.get(1) + "=" + mock.worker(1).kvEvents().endpoint()));
         router = Fixture.start(cfg);
-        assertTrue(ResilienceTest.eventually(() -> router.kvPlacement().sources().size() == 2),
-                "both prefill workers' KV sources are subscribed: " + router.kvPlacement().sources());
+        assertTrue(ResilienceTest.eventually(() -> router.kvSources().sources().size() == 2),
+                "both prefill workers' KV sources are subscribed: " + router.kvSources().sources());
     }
 
     @Test
@@ -317,9 +317,9 @@ class KvAwareTest {
         String gone = mock.urls().get(1);
         HttpResponse<String> removed = TestHttp.post(router.url() + "/remove_worker?url=" + gone, "");
         assertEquals(200, removed.statusCode(), removed.body());
-        assertTrue(ResilienceTest.eventually(() -> router.kvPlacement().sources().stream()
-                .noneMatch(s -> s.worker().equals(gone))), router.kvPlacement().sources().toString());
-        assertEquals(1, router.kvPlacement().sources().size());
+        assertTrue(ResilienceTest.eventually(() -> router.kvSources().sources().stream()
+                .noneMatch(s -> s.worker().equals(gone))), router.kvSources().sources().toString());
+        assertEquals(1, router.kvSources().sources().size());
     }
 
     @Test
@@ -350,7 +350,7 @@ class KvAwareTest {
             cfg.put("policy", "kv_aware");
             router = RouterServer.start(Fixture.settings(cfg),
                     RouterServer.Options.DEFAULTS.withWorkerTls(WorkerTls.trusting(ca.writeCaBundle(dir))));
-            assertTrue(ResilienceTest.eventually(() -> router.kvPlacement().sources().size() == 1),
+            assertTrue(ResilienceTest.eventually(() -> router.kvSources().sources().size() == 1),
                     "the https worker's KV source is subscribed");
             int requests = 12;
             int before = front.handshakes();

@@ -21,8 +21,9 @@ import org.vllmrouter.server.metrics.RouterMetrics;
 
 /**
  * The client side of one connection: takes aggregated requests one at a time (pipelined ones wait their turn, so
- * responses keep request order), hands each to the {@link RequestHandler} (turning them away instead while the
- * router drains), and offers the response-writing calls the routes and proxy exchanges use. Every response is
+ * responses keep request order), hands each to the {@link RequestHandler} with the {@link Reply} that owns it
+ * (turning them away instead while the router drains), and offers the response-writing calls replies and proxy
+ * exchanges use. Every response is
  * counted in the HTTP request metrics under the route label its handler set. Everything runs on the connection's
  * event loop.
  *
@@ -94,16 +95,16 @@ public final class FrontendHandler extends ChannelInboundHandlerAdapter {
         keepAlive = HttpUtil.isKeepAlive(request);
         method = request.method().name();
         routeLabel = UNMATCHED;
+        Reply reply = new Reply(this, request);
         if (inFlight.draining()) {
-            request.release();
             FullHttpResponse response = Responses.text(ctx.alloc(), HttpResponseStatus.SERVICE_UNAVAILABLE,
                     "Router is shutting down");
             response.headers().set(HttpHeaderNames.CONNECTION, "close");
-            respond(response);
+            reply.send(response);
             return;
         }
         try {
-            handler.handle(this, request);
+            handler.handle(reply);
         } catch (RuntimeException e) {
             // A bug, not bad input: the request's state is unknown, so the connection goes (and its request with it).
             LOG.log(Level.SEVERE, "Unexpected failure handling " + method + " " + request.uri(), e);
@@ -133,8 +134,8 @@ public final class FrontendHandler extends ChannelInboundHandlerAdapter {
         return ctx.channel().isWritable();
     }
 
-    /** Writes a complete response and moves on to the next request. */
-    public void respond(FullHttpResponse response) {
+    /** Writes a complete response and moves on to the next request; routes answer through their {@link Reply}. */
+    void respond(FullHttpResponse response) {
         metrics.httpRequest(routeLabel, method, response.status().code());
         if (!HttpUtil.isKeepAlive(response)) {
             keepAlive = false;

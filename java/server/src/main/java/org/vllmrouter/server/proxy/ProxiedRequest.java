@@ -1,6 +1,5 @@
 package org.vllmrouter.server.proxy;
 
-import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.HttpHeaders;
 import org.vllmrouter.core.policy.LoadBalancingPolicy;
 import org.vllmrouter.core.policy.RoutingRequest;
@@ -8,8 +7,8 @@ import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRole;
 
 /**
- * One request a route hands to the {@link Proxy}: what goes to the worker (the client request's method and body,
- * the path on the worker, the headers), how the worker of each attempt is found, and how the exchange is accounted
+ * One request a route hands to the {@link Proxy}, with the reply holding the client's request: what goes to the
+ * worker (the client request's method and body, the path on the worker, the headers), how the worker of each attempt is found, and how the exchange is accounted
  * (the route label of its metrics, retries, the admission token to give back). A route creates it, sets what
  * differs from the defaults (no retry, no admission token, upstream's answer when no worker is available) and
  * hands it over; it belongs to the proxy from then on.
@@ -26,7 +25,6 @@ public final class ProxiedRequest {
     }
 
     final String route;
-    final FullHttpRequest client;
     final String target;
     final HttpHeaders headers;
     /** Chooses the worker of each attempt; with {@code routing} null it only hears how the call to {@code worker} ended. */
@@ -43,14 +41,12 @@ public final class ProxiedRequest {
 
     /**
      * @param route   the route label of the request metrics
-     * @param client  the client's request, owned from now on: its method and body go to the worker
      * @param target  path and query on the worker
      * @param headers headers to send (hop-by-hop ones already removed); Host, Content-Length and the DP rank are set
      *                per attempt
      */
-    public ProxiedRequest(String route, FullHttpRequest client, String target, HttpHeaders headers) {
+    public ProxiedRequest(String route, String target, HttpHeaders headers) {
         this.route = route;
-        this.client = client;
         this.target = target;
         this.headers = headers;
     }

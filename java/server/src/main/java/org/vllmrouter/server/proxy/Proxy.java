@@ -5,7 +5,7 @@ import io.netty.channel.group.ChannelGroup;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import org.vllmrouter.core.worker.WorkerRegistry;
-import org.vllmrouter.server.http.FrontendHandler;
+import org.vllmrouter.server.http.Reply;
 import org.vllmrouter.server.metrics.RouterMetrics;
 
 /**
@@ -34,9 +34,12 @@ public final class Proxy implements AutoCloseable {
         this.requestTimeoutNanos = TimeUnit.SECONDS.toNanos(Math.max(1, requestTimeoutSecs));
     }
 
-    /** Proxies {@code request} for the client of {@code front}; takes ownership of it. Call on the client's loop. */
-    public void start(FrontendHandler front, ProxiedRequest request) {
-        new ProxyExchange(this, front, request).start();
+    /**
+     * Proxies the client's request {@code reply} holds as {@code request} says; takes both over. Call on the
+     * client's loop.
+     */
+    public void start(Reply reply, ProxiedRequest request) {
+        new ProxyExchange(this, reply, request).start();
     }
 
     /** The request timeouts of this proxy's exchanges on {@code loop}; use on that loop only. */

@@ -23,6 +23,7 @@ import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.server.http.FrontendHandler;
+import org.vllmrouter.server.http.Reply;
 import org.vllmrouter.server.http.Responses;
 
 /**
@@ -30,17 +31,19 @@ import org.vllmrouter.server.http.Responses;
  * the client's event loop, and relays the answer part by part as it arrives. Retryable statuses and transport
  * failures are retried with backoff until the response head has been relayed; after that the exchange is
  * committed. A client that leaves cancels the worker request by closing its connection (vLLM aborts the
- * generation). Every worker call goes through {@link WorkerCalls}; the worker's load and the admission token are
- * released exactly once. Everything here runs on one event loop, so plain fields suffice.
+ * generation). Every worker call goes through {@link WorkerCalls}; the worker's load is released exactly once, and
+ * the client's request, the admission token and the request metrics are settled once by the exchange's
+ * {@link ExchangeEnd}. Everything here runs on one event loop, so plain fields suffice.
  */
 final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandler.Listener, FrontendHandler.Exchange {
     private static final int MAX_STALE_CONNECTIONS = 3;
 
     private final Proxy proxy;
+    private final Reply reply;
     private final FrontendHandler front;
     private final EventLoop loop;
     private final ProxiedRequest request;
-    private final long startNanos = System.nanoTime();
+    private final ExchangeEnd end;
 
     private int attempt;
     private Worker worker;
@@ -48,8 +51,6 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
     private boolean draining;
     private boolean relaying;
     private boolean backendKeepAlive;
-    private boolean admissionReleased;
-    private boolean finished;
     private int relayedStatus;
     /**
      * Workers this request failed to reach, so a retry (and a sticky session bound to a dead worker) moves elsewhere;
@@ -61,12 +62,14 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
     private int staleConnections;
     private RequestDeadlines deadlines;
 
-    /** Takes ownership of {@code request}. */
-    ProxyExchange(Proxy proxy, FrontendHandler front, ProxiedRequest request) {
+    /** Takes over {@code reply}, which holds the client's request, and {@code request}. */
+    ProxyExchange(Proxy proxy, Reply reply, ProxiedRequest request) {
         this.proxy = proxy;
-        this.front = front;
-        this.loop = front.context().channel().eventLoop();
+        this.reply = reply;
+        this.front = reply.front();
+        this.loop = reply.loop();
         this.request = request;
+        this.end = new ExchangeEnd(reply, request.route, request.admission, proxy.metrics);
     }
 
     void start() {
@@ -81,7 +84,7 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
     }
 
     private void attempt() {
-        if (finished) {
+        if (end.ended()) {
             return;
         }
         attempt++;
@@ -134,13 +137,13 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
     private void onConnected(Future<BackendHandler> connected, Worker chosen) {
         if (connected.isSuccess()) {
             onAcquired(connected.getNow(), chosen);
-        } else if (!finished) {
+        } else if (!end.ended()) {
             attemptFailed(connected.cause());
         }
     }
 
     private void onAcquired(BackendHandler connection, Worker chosen) {
-        if (finished || worker != chosen) {
+        if (end.ended() || worker != chosen) {
             WorkerPools.release(connection);
             return;
         }
@@ -150,7 +153,8 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
         // The exchange's own header set goes out as is (no copy per attempt); the encoder is done with it before a
         // retry changes the per-worker entries.
         HttpHeaders headers = request.headers;
-        ByteBuf body = request.client.content();
+        FullHttpRequest client = reply.request();
+        ByteBuf body = client.content();
         headers.set(HttpHeaderNames.HOST, WorkerAddress.of(chosen.baseUrl()).hostHeader());
         // Nearly always the client's own length, kept by Hop: set only when it does not fit the body (a chunked
         // request, a body the route changed), since setting it makes a string and a header entry per request.
@@ -162,7 +166,7 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
         } else {
             headers.remove(Hop.DP_RANK_HEADER);
         }
-        FullHttpRequest toWorker = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, request.client.method(),
+        FullHttpRequest toWorker = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, client.method(),
                 request.target, body.retainedDuplicate(), headers, EmptyHttpHeaders.INSTANCE);
         // The void promise: a failed write reaches the exchange as the connection's failure, through
         // BackendHandler.exceptionCaught, and a promise per request (with the encoder's per-part promises behind
@@ -187,7 +191,7 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
 
     @Override
     public void onBackendPart(HttpObject part) {
-        if (finished) {
+        if (end.ended()) {
             ReferenceCountUtil.release(part);
             return;
         }
@@ -240,13 +244,13 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
         }
         relaying = true;
         relayedStatus = status;
-        releaseAdmission();
+        end.releaseAdmission();
         front.sendHead(relayedHead(head));
     }
 
     @Override
     public void onBackendReadComplete() {
-        if (relaying && !finished) {
+        if (relaying && !end.ended()) {
             front.flush();
         }
     }
@@ -254,7 +258,7 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
     @Override
     public void onBackendClosed(Throwable cause) {
         backend = null;
-        if (finished) {
+        if (end.ended()) {
             return;
         }
         if (relaying) {
@@ -273,7 +277,7 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
 
     @Override
     public void onClientGone() {
-        if (finished) {
+        if (end.ended()) {
             return;
         }
         // Closing the worker connection is how vLLM learns to abort the generation.
@@ -290,7 +294,7 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
 
     @Override
     void deadlinePassed() {
-        if (finished) {
+        if (end.ended()) {
             return;
         }
         dropBackend();
@@ -372,32 +376,22 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
         }
     }
 
-    private void releaseAdmission() {
-        if (!admissionReleased) {
-            admissionReleased = true;
-            request.admission.run();
-        }
-    }
-
     /** Settles the exchange before the answer is written, for the same reason as the relayed last part. */
     private void respondLocally(HttpResponseStatus status, String message) {
         dropBackend();
         finish(status.code(), false);
-        front.respond(Responses.text(front.context().alloc(), status, message));
+        reply.send(Responses.text(reply.alloc(), status, message));
     }
 
     private void finish(int status, boolean success) {
-        if (finished) {
+        if (end.ended()) {
             return;
         }
-        finished = true;
         if (deadlines != null) {
             deadlines.remove(this);
         }
         releaseWorker(success);
-        releaseAdmission();
-        request.client.release();
-        proxy.metrics.requestEnded(request.route, status, success, (System.nanoTime() - startNanos) / 1e9);
+        end.end(status, success);
         if (request.completion != null) {
             request.completion.completed(status, success);
         }

@@ -2,21 +2,16 @@ package org.vllmrouter.server.route;
 
 import io.netty.channel.EventLoop;
 import io.netty.handler.codec.http.DefaultHttpHeaders;
-import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.HttpMethod;
-import io.netty.handler.codec.http.HttpResponseStatus;
 import java.time.Duration;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.function.Function;
 import org.vllmrouter.core.settings.WorkerPoolSettings;
 import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRegistry;
-import org.vllmrouter.server.http.FrontendHandler;
-import org.vllmrouter.server.http.Responses;
 import org.vllmrouter.server.worker.ControlClient;
 
 /**
@@ -54,19 +49,5 @@ final class ControlCalls {
             bases.add(w.baseUrl());
         }
         return List.copyOf(bases);
-    }
-
-    /** Answers the client on its event loop once {@code future} completes; a failure is a 500. */
-    static <T> void respondWhenDone(FrontendHandler front, CompletableFuture<T> future,
-                                    Function<T, FullHttpResponse> toResponse) {
-        EventLoop loop = front.context().channel().eventLoop();
-        future.whenComplete((value, error) -> loop.execute(() -> {
-            if (error != null) {
-                front.respond(Responses.text(front.context().alloc(), HttpResponseStatus.INTERNAL_SERVER_ERROR,
-                        "Internal error: " + error.getMessage()));
-            } else {
-                front.respond(toResponse.apply(value));
-            }
-        }));
     }
 }

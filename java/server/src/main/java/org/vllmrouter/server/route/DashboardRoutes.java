@@ -25,8 +25,8 @@ import org.vllmrouter.core.policy.PolicyRegistry;
 import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRegistry;
-import org.vllmrouter.server.http.FrontendHandler;
 import org.vllmrouter.server.http.Json;
+import org.vllmrouter.server.http.Reply;
 import org.vllmrouter.server.http.RequestPath;
 import org.vllmrouter.server.http.Responses;
 import org.vllmrouter.server.metrics.ActivityWindow;
@@ -66,8 +66,7 @@ final class DashboardRoutes {
                 + "; connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
     }
 
-    void page(FrontendHandler front, FullHttpRequest request, RequestPath path) {
-        request.release();
+    void page(Reply reply, FullHttpRequest request, RequestPath path) {
         FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.OK,
                 Unpooled.wrappedBuffer(page));
         HttpHeaders headers = response.headers();
@@ -77,22 +76,20 @@ final class DashboardRoutes {
         headers.set(HttpHeaderNames.CACHE_CONTROL, HttpHeaderValues.NO_CACHE);
         headers.set("X-Content-Type-Options", NOSNIFF);
         headers.set("Referrer-Policy", "no-referrer");
-        front.respond(response);
+        reply.send(response);
     }
 
-    void state(FrontendHandler front, FullHttpRequest request, RequestPath path) {
-        request.release();
-        FullHttpResponse response = Responses.json(front.context().alloc(), HttpResponseStatus.OK, stateJson());
+    void state(Reply reply, FullHttpRequest request, RequestPath path) {
+        FullHttpResponse response = Responses.json(reply.alloc(), HttpResponseStatus.OK, stateJson());
         response.headers().set(HttpHeaderNames.CACHE_CONTROL, HttpHeaderValues.NO_STORE);
         response.headers().set("X-Content-Type-Options", NOSNIFF);
-        front.respond(response);
+        reply.send(response);
     }
 
     /** Any other path under {@code /dashboard/}: the page has no other parts, and a worker has none of them. */
-    void unknown(FrontendHandler front, FullHttpRequest request, RequestPath path) {
-        request.release();
-        front.respond(Responses.jsonError(front.context().alloc(), HttpResponseStatus.NOT_FOUND,
-                "Not found: the dashboard serves only " + PAGE + " and " + STATE));
+    void unknown(Reply reply, FullHttpRequest request, RequestPath path) {
+        reply.jsonError(HttpResponseStatus.NOT_FOUND,
+                "Not found: the dashboard serves only " + PAGE + " and " + STATE);
     }
 
     String stateJson() {

@@ -10,9 +10,8 @@ import org.vllmrouter.core.settings.WorkerPoolSettings;
 import org.vllmrouter.core.policy.PolicyRegistry;
 import org.vllmrouter.core.policy.RoutingRequest;
 import org.vllmrouter.core.worker.WorkerRole;
-import org.vllmrouter.server.http.FrontendHandler;
+import org.vllmrouter.server.http.Reply;
 import org.vllmrouter.server.http.RequestPath;
-import org.vllmrouter.server.http.Responses;
 import org.vllmrouter.server.proxy.Hop;
 import org.vllmrouter.server.proxy.ProxiedRequest;
 import org.vllmrouter.server.proxy.Proxy;
@@ -48,27 +47,25 @@ final class FallbackRoute implements RouteHandler {
     }
 
     @Override
-    public void handle(FrontendHandler front, FullHttpRequest request, RequestPath path) {
+    public void handle(Reply reply, FullHttpRequest request, RequestPath path) {
         HttpMethod method = request.method();
         if (!FORWARDED.contains(method)) {
-            request.release();
-            front.respond(Responses.text(front.context().alloc(), HttpResponseStatus.METHOD_NOT_ALLOWED,
-                    "Method " + method.name() + " not supported"));
+            reply.text(HttpResponseStatus.METHOD_NOT_ALLOWED, "Method " + method.name() + " not supported");
             return;
         }
-        RoutingRequest routing = input.read(front, request, false);
+        RoutingRequest routing = input.read(reply, request, false);
         if (routing == null) {
             return;
         }
         if (pd != null) {
-            pd.fallback(front, request, path, routing);
+            pd.fallback(reply, request, path, routing);
             return;
         }
         HttpHeaders headers = Hop.forwardable(request.headers(), false);
         if (outboundAuthorization != null) {
             headers.set(HttpHeaderNames.AUTHORIZATION, outboundAuthorization);
         }
-        proxy.start(front, new ProxiedRequest("fallback", request, path.rawTarget(), headers)
+        proxy.start(reply, new ProxiedRequest("fallback", path.rawTarget(), headers)
                 .balancedBy(policies.policyFor(null), routing, WorkerRole.REGULAR)
                 .retrying(retry)
                 .whenNoWorker("No available workers"));

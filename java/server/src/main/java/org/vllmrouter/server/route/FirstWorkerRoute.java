@@ -4,7 +4,7 @@ import io.netty.handler.codec.http.FullHttpRequest;
 import java.util.List;
 import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRegistry;
-import org.vllmrouter.server.http.FrontendHandler;
+import org.vllmrouter.server.http.Reply;
 import org.vllmrouter.server.http.RequestPath;
 import org.vllmrouter.server.proxy.Hop;
 import org.vllmrouter.server.proxy.ProxiedRequest;
@@ -21,9 +21,9 @@ final class FirstWorkerRoute implements RouteHandler {
     }
 
     @Override
-    public void handle(FrontendHandler front, FullHttpRequest request, RequestPath path) {
+    public void handle(Reply reply, FullHttpRequest request, RequestPath path) {
         List<Worker> all = workers.all();
-        proxy.start(front, new ProxiedRequest(path.routeKey(), request, path.rawTarget(),
+        proxy.start(reply, new ProxiedRequest(path.routeKey(), path.rawTarget(),
                 Hop.forwardable(request.headers(), true))
                 .sentTo(all.isEmpty() ? null : all.get(0), null)
                 .whenNoWorker("No workers are available"));

@@ -5,10 +5,9 @@ import io.netty.handler.codec.http.HttpResponseStatus;
 import java.util.List;
 import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRegistry;
-import org.vllmrouter.server.http.FrontendHandler;
 import org.vllmrouter.server.http.Json;
+import org.vllmrouter.server.http.Reply;
 import org.vllmrouter.server.http.RequestPath;
-import org.vllmrouter.server.http.Responses;
 
 /** {@code /health}, {@code /liveness} and {@code /readiness}, answered from the registry's view of the workers. */
 final class HealthRoutes {
@@ -24,50 +23,47 @@ final class HealthRoutes {
      * 200 when no registered worker is unhealthy (also with none at all, unless workers are discovered), else 503
      * naming the unhealthy ones.
      */
-    void health(FrontendHandler front, FullHttpRequest request, RequestPath path) {
-        request.release();
+    void health(Reply reply, FullHttpRequest request, RequestPath path) {
         if (discoversWorkers && workers.size() == 0) {
             // Inference would answer 503 too: a router that has found no worker yet is not healthy.
-            front.respond(Responses.text(front.context().alloc(), HttpResponseStatus.SERVICE_UNAVAILABLE,
-                    "No workers discovered yet"));
+            reply.text(HttpResponseStatus.SERVICE_UNAVAILABLE,
+                    "No workers discovered yet");
             return;
         }
         List<String> unhealthy = workers.all().stream().filter(w -> !w.isHealthy()).map(Worker::url).toList();
         if (unhealthy.isEmpty()) {
-            front.respond(Responses.text(front.context().alloc(), HttpResponseStatus.OK, "All servers healthy"));
+            reply.text(HttpResponseStatus.OK, "All servers healthy");
             return;
         }
         StringBuilder list = new StringBuilder("[");
         for (int i = 0; i < unhealthy.size(); i++) {
             list.append(i == 0 ? "\"" : ", \"").append(unhealthy.get(i)).append('"');
         }
-        front.respond(Responses.text(front.context().alloc(), HttpResponseStatus.SERVICE_UNAVAILABLE,
-                "Unhealthy servers: " + list.append(']')));
+        reply.text(HttpResponseStatus.SERVICE_UNAVAILABLE,
+                "Unhealthy servers: " + list.append(']'));
     }
 
     /** The router itself is up; workers are not asked. */
-    void liveness(FrontendHandler front, FullHttpRequest request, RequestPath path) {
-        request.release();
-        front.respond(Responses.text(front.context().alloc(), HttpResponseStatus.OK, "OK"));
+    void liveness(Reply reply, FullHttpRequest request, RequestPath path) {
+        reply.text(HttpResponseStatus.OK, "OK");
     }
 
     /** Ready while at least one worker is healthy. */
-    void readiness(FrontendHandler front, FullHttpRequest request, RequestPath path) {
-        request.release();
+    void readiness(Reply reply, FullHttpRequest request, RequestPath path) {
         List<Worker> all = workers.all();
         long healthy = all.stream().filter(Worker::isHealthy).count();
         if (healthy > 0) {
-            front.respond(Responses.json(front.context().alloc(), HttpResponseStatus.OK, Json.object(g -> {
+            reply.json(HttpResponseStatus.OK, Json.object(g -> {
                 g.writeStringField("status", "ready");
                 g.writeNumberField("healthy_workers", healthy);
                 g.writeNumberField("total_workers", all.size());
-            })));
+            }));
             return;
         }
-        front.respond(Responses.json(front.context().alloc(), HttpResponseStatus.SERVICE_UNAVAILABLE, Json.object(g -> {
+        reply.json(HttpResponseStatus.SERVICE_UNAVAILABLE, Json.object(g -> {
             g.writeStringField("status", "not_ready");
             g.writeStringField("reason", "no healthy workers available");
             g.writeNumberField("total_workers", all.size());
-        })));
+        }));
     }
 }

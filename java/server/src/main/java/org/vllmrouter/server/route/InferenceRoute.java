@@ -7,9 +7,9 @@ import org.vllmrouter.core.policy.LoadBalancingPolicy;
 import org.vllmrouter.core.policy.PolicyRegistry;
 import org.vllmrouter.core.policy.RoutingRequest;
 import org.vllmrouter.core.worker.WorkerRole;
-import org.vllmrouter.server.http.FrontendHandler;
-import org.vllmrouter.server.kv.KvPlacement;
+import org.vllmrouter.server.http.Reply;
 import org.vllmrouter.server.http.RequestPath;
+import org.vllmrouter.server.kv.KvPlacement;
 import org.vllmrouter.server.proxy.Hop;
 import org.vllmrouter.server.proxy.ProxiedRequest;
 import org.vllmrouter.server.proxy.Proxy;
@@ -43,8 +43,8 @@ final class InferenceRoute implements InferenceHandler {
     }
 
     @Override
-    public void handle(FrontendHandler front, FullHttpRequest request, RequestPath path, Runnable admission) {
-        RoutingRequest routing = input.read(front, request, true);
+    public void handle(Reply reply, FullHttpRequest request, RequestPath path, Runnable admission) {
+        RoutingRequest routing = input.read(reply, request, true);
         if (routing == null) {
             admission.run();
             return;
@@ -56,18 +56,18 @@ final class InferenceRoute implements InferenceHandler {
             // The body was checked to be JSON; workers (FastAPI) need the type to read it.
             headers.set(HttpHeaderNames.CONTENT_TYPE, "application/json");
         }
-        ProxiedRequest proxied = new ProxiedRequest(route, request, target, headers)
+        ProxiedRequest proxied = new ProxiedRequest(route, target, headers)
                 .balancedBy(policy, routing, WorkerRole.REGULAR)
                 .retrying(retry)
                 .admission(admission);
         if (kv == null || !policy.usesPrefixResidency()) {
-            proxy.start(front, proxied);
+            proxy.start(reply, proxied);
             return;
         }
-        kv.residency(front.context().channel().eventLoop(), route, request, routing.model(), WorkerRole.REGULAR)
+        kv.residency(reply.loop(), route, request, routing.model(), WorkerRole.REGULAR)
                 .thenAccept(prefix -> {
                     routing.withPrefix(prefix);
-                    proxy.start(front, proxied);
+                    proxy.start(reply, proxied);
                 });
     }
 }

@@ -122,15 +122,36 @@ final class PdBodies {
         }
     }
 
-    /** {@code {<fields>,<rest of the original object>}}: new members first, original bytes untouched after them. */
+    /**
+     * {@code {<fields>,<rest of the original object>}}: new members first, original bytes untouched after them. The
+     * result shares the rest with {@code object} (it holds a reference of its own).
+     */
     static ByteBuf splice(ByteBuf object, String fields) {
-        int open = object.forEachByte(b -> b != '{');
-        ByteBuf rest = object.retainedSlice(open + 1, object.writerIndex() - open - 1);
-        boolean empty = isEmptyObjectTail(rest);
-        ByteBuf head = Unpooled.copiedBuffer("{" + fields + (empty ? "" : ","), StandardCharsets.UTF_8);
+        ByteBuf rest = rest(object);
+        ByteBuf head = Unpooled.wrappedBuffer(head(fields, rest));
         CompositeByteBuf out = Unpooled.compositeBuffer(2);
-        out.addComponents(true, head, rest);
+        out.addComponents(true, head, rest.retain());
         return out;
+    }
+
+    /** {@link #splice} as a copy, for a body sent as bytes. */
+    static byte[] spliceBytes(ByteBuf object, String fields) {
+        ByteBuf rest = rest(object);
+        byte[] head = head(fields, rest);
+        byte[] out = new byte[head.length + rest.readableBytes()];
+        System.arraycopy(head, 0, out, 0, head.length);
+        rest.getBytes(rest.readerIndex(), out, head.length, rest.readableBytes());
+        return out;
+    }
+
+    /** What follows the object's opening brace (a view of {@code object}, no reference of its own). */
+    private static ByteBuf rest(ByteBuf object) {
+        int open = object.forEachByte(b -> b != '{');
+        return object.slice(open + 1, object.writerIndex() - open - 1);
+    }
+
+    private static byte[] head(String fields, ByteBuf rest) {
+        return ("{" + fields + (isEmptyObjectTail(rest) ? "" : ",")).getBytes(StandardCharsets.UTF_8);
     }
 
     private static boolean isEmptyObjectTail(ByteBuf rest) {

@@ -11,7 +11,7 @@ import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpVersion;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import org.vllmrouter.server.http.FrontendHandler;
+import org.vllmrouter.server.http.Reply;
 import org.vllmrouter.server.http.RequestPath;
 import org.vllmrouter.server.http.Responses;
 import org.vllmrouter.server.worker.ControlClient;
@@ -27,44 +27,44 @@ final class ResponsesRoutes {
         this.control = control;
     }
 
-    void item(FrontendHandler front, FullHttpRequest request, RequestPath path) {
+    void item(Reply reply, FullHttpRequest request, RequestPath path) {
         String rest = path.path().substring("/v1/responses/".length());
         HttpMethod method = request.method();
-        request.release();
         String[] parts = rest.split("/", -1);
         if (parts.length == 1 && method.equals(HttpMethod.GET)) {
-            fanOut(front, HttpMethod.GET, path.rawTarget());
+            fanOut(reply, HttpMethod.GET, path.rawTarget());
         } else if (parts.length == 1 && method.equals(HttpMethod.DELETE)) {
-            front.respond(text(front, HttpResponseStatus.NOT_IMPLEMENTED, "Responses delete endpoint not implemented"));
+            reply.text(HttpResponseStatus.NOT_IMPLEMENTED, "Responses delete endpoint not implemented");
         } else if (parts.length == 2 && parts[1].equals("cancel") && method.equals(HttpMethod.POST)) {
-            fanOut(front, HttpMethod.POST, path.rawTarget());
+            fanOut(reply, HttpMethod.POST, path.rawTarget());
         } else if (parts.length == 2 && parts[1].equals("input") && method.equals(HttpMethod.GET)) {
-            front.respond(text(front, HttpResponseStatus.NOT_IMPLEMENTED,
-                    "Responses list input items endpoint not implemented"));
+            reply.text(HttpResponseStatus.NOT_IMPLEMENTED,
+                    "Responses list input items endpoint not implemented");
         } else {
-            front.respond(text(front, HttpResponseStatus.NOT_FOUND, "Not found"));
+            reply.text(HttpResponseStatus.NOT_FOUND, "Not found");
         }
     }
 
-    private void fanOut(FrontendHandler front, HttpMethod method, String target) {
-        EventLoop loop = front.context().channel().eventLoop();
+    private void fanOut(Reply reply, HttpMethod method, String target) {
+        EventLoop loop = reply.loop();
         List<String> bases = control.baseUrls();
         if (bases.isEmpty()) {
-            front.respond(text(front, HttpResponseStatus.SERVICE_UNAVAILABLE, "No workers are available"));
+            reply.text(HttpResponseStatus.SERVICE_UNAVAILABLE, "No workers are available");
             return;
         }
         CompletableFuture<ControlClient.Reply> result = fanOutFrom(loop, method, target, bases, 0, null);
-        ControlCalls.respondWhenDone(front, result, reply -> {
-            if (reply == null) {
-                return text(front, HttpResponseStatus.INTERNAL_SERVER_ERROR, "Request failed on every worker");
+        reply.sendWhenDone(result, answer -> {
+            if (answer == null) {
+                return Responses.text(reply.alloc(), HttpResponseStatus.INTERNAL_SERVER_ERROR,
+                        "Request failed on every worker");
             }
             FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1,
-                    HttpResponseStatus.valueOf(reply.status()), Unpooled.wrappedBuffer(reply.body()));
-            String type = reply.headers().get(HttpHeaderNames.CONTENT_TYPE);
+                    HttpResponseStatus.valueOf(answer.status()), Unpooled.wrappedBuffer(answer.body()));
+            String type = answer.headers().get(HttpHeaderNames.CONTENT_TYPE);
             if (type != null) {
                 response.headers().set(HttpHeaderNames.CONTENT_TYPE, type);
             }
-            response.headers().setInt(HttpHeaderNames.CONTENT_LENGTH, reply.body().length);
+            response.headers().setInt(HttpHeaderNames.CONTENT_LENGTH, answer.body().length);
             return response;
         });
     }
@@ -79,9 +79,5 @@ final class ResponsesRoutes {
                 .thenCompose(reply -> reply != null && reply.ok()
                         ? CompletableFuture.completedFuture(reply)
                         : fanOutFrom(loop, method, target, bases, index + 1, reply != null ? reply : last));
-    }
-
-    private static FullHttpResponse text(FrontendHandler front, HttpResponseStatus status, String body) {
-        return Responses.text(front.context().alloc(), status, body);
     }
 }

@@ -15,6 +15,7 @@ import org.vllmrouter.core.session.SessionIdExtractor;
 import org.vllmrouter.core.worker.WorkerRegistry;
 import org.vllmrouter.discovery.WorkerDiscovery;
 import org.vllmrouter.server.http.FrontendHandler;
+import org.vllmrouter.server.http.Reply;
 import org.vllmrouter.server.http.RequestHandler;
 import org.vllmrouter.server.http.RequestPath;
 import org.vllmrouter.server.http.Responses;
@@ -129,45 +130,43 @@ public final class RouteTable implements RequestHandler {
     }
 
     private void inference(String path, InferenceHandler handler) {
-        add(path, Access.INFERENCE, HttpMethod.POST, (front, request, p) -> admit(front, request, p, handler));
+        add(path, Access.INFERENCE, HttpMethod.POST, (reply, request, p) -> admit(reply, request, p, handler));
     }
 
     @Override
-    public void handle(FrontendHandler front, FullHttpRequest request) {
+    public void handle(Reply reply) {
+        FullHttpRequest request = reply.request();
         RequestPath path;
         try {
             path = RequestPath.parse(request.uri());
         } catch (RequestPath.InvalidPathException e) {
-            request.release();
-            front.respond(Responses.jsonError(front.context().alloc(), HttpResponseStatus.BAD_REQUEST, e.getMessage()));
+            reply.jsonError(HttpResponseStatus.BAD_REQUEST, e.getMessage());
             return;
         }
         Route route = routeOf(path.routeKey());
-        front.setRouteLabel(route.label());
+        reply.front().setRouteLabel(route.label());
         if (route.access() == Access.ADMIN && !auth.adminOpen()) {
             // The admin key stands in for inbound key validation on admin routes: one Authorization header each.
             if (!auth.isAdmin(request.headers())) {
-                request.release();
-                FullHttpResponse denied = Responses.jsonError(front.context().alloc(), HttpResponseStatus.UNAUTHORIZED,
+                FullHttpResponse denied = Responses.jsonError(reply.alloc(), HttpResponseStatus.UNAUTHORIZED,
                         "Missing or invalid admin API key (send 'Authorization: Bearer <admin_api_key>')");
                 denied.headers().set(HttpHeaderNames.WWW_AUTHENTICATE, "Bearer");
-                front.respond(denied);
+                reply.send(denied);
                 return;
             }
-            dispatch(front, request, path, route);
+            dispatch(reply, request, path, route);
             return;
         }
         if (route.access() == Access.PAGE || !auth.validationEnabled()) {
-            dispatch(front, request, path, route);
+            dispatch(reply, request, path, route);
             return;
         }
-        EventLoop loop = front.context().channel().eventLoop();
+        EventLoop loop = reply.loop();
         auth.validate(loop, request.headers()).whenComplete((ok, error) -> loop.execute(() -> {
             if (Boolean.TRUE.equals(ok)) {
-                dispatch(front, request, path, route);
+                dispatch(reply, request, path, route);
             } else {
-                request.release();
-                front.respond(Responses.text(front.context().alloc(), HttpResponseStatus.UNAUTHORIZED, Auth.INVALID_API_KEY));
+                reply.text(HttpResponseStatus.UNAUTHORIZED, Auth.INVALID_API_KEY);
             }
         }));
     }
@@ -183,45 +182,42 @@ public final class RouteTable implements RequestHandler {
         return routeKey.startsWith(RESPONSES_ITEM_PREFIX) ? responsesItem : fallback;
     }
 
-    private static void dispatch(FrontendHandler front, FullHttpRequest request, RequestPath path, Route route) {
+    private static void dispatch(Reply reply, FullHttpRequest request, RequestPath path, Route route) {
         if (route.method() != null && !request.method().equals(route.method())) {
             // As axum answers a known path asked with another method.
-            request.release();
             FullHttpResponse response = Responses.empty(HttpResponseStatus.METHOD_NOT_ALLOWED);
             response.headers().set(HttpHeaderNames.ALLOW, route.method().name());
-            front.respond(response);
+            reply.send(response);
             return;
         }
-        route.handler().handle(front, request, path);
+        route.handler().handle(reply, request, path);
     }
 
     /** Runs {@code handler} once the limiter admits the request; answers 429 or 408 when it does not. */
-    private void admit(FrontendHandler front, FullHttpRequest request, RequestPath path, InferenceHandler handler) {
-        EventLoop loop = front.context().channel().eventLoop();
-        limiter.acquire(loop, new AdmissionLimiter.Ticket() {
+    private void admit(Reply reply, FullHttpRequest request, RequestPath path, InferenceHandler handler) {
+        limiter.acquire(reply.loop(), new AdmissionLimiter.Ticket() {
             @Override
             public void admitted() {
-                if (!front.isActive()) {
+                if (!reply.clientActive()) {
                     limiter.release();
-                    request.release();
+                    reply.discard();
                     return;
                 }
-                handler.handle(front, request, path, releaseAdmission);
+                handler.handle(reply, request, path, releaseAdmission);
             }
 
             @Override
             public void rejected(int status, long retryAfterSecs) {
-                request.release();
                 metrics.requestFailed(path.routeKey(), status == 429 ? "rate_limited" : "queue_timeout");
                 FullHttpResponse response = status == 429
-                        ? Responses.jsonError(front.context().alloc(), HttpResponseStatus.TOO_MANY_REQUESTS,
+                        ? Responses.jsonError(reply.alloc(), HttpResponseStatus.TOO_MANY_REQUESTS,
                                 "Too many requests: the router is at capacity and its queue is full")
-                        : Responses.jsonError(front.context().alloc(), HttpResponseStatus.REQUEST_TIMEOUT,
+                        : Responses.jsonError(reply.alloc(), HttpResponseStatus.REQUEST_TIMEOUT,
                                 "Request timed out waiting in the router's queue");
                 if (status == 429) {
                     response.headers().set(HttpHeaderNames.RETRY_AFTER, Long.toString(retryAfterSecs));
                 }
-                front.respond(response);
+                reply.send(response);
             }
         });
     }

@@ -14,8 +14,7 @@ import org.vllmrouter.core.session.Extraction;
 import org.vllmrouter.core.session.HeaderLookup;
 import org.vllmrouter.core.session.SessionIdExtractor;
 import org.vllmrouter.server.http.AggregatedBody;
-import org.vllmrouter.server.http.FrontendHandler;
-import org.vllmrouter.server.http.Responses;
+import org.vllmrouter.server.http.Reply;
 
 /**
  * What the policies see of a request: its session id and model (the configured headers first, then the configured
@@ -33,14 +32,15 @@ final class RoutingInput {
 
     /**
      * The routing view of {@code request}, or null once the client has its 400 (bad JSON, conflicting or invalid
-     * session ids) and the request is released. {@code jsonRequired}: the body must be a JSON object; otherwise it
+     * session ids) through {@code reply}. {@code jsonRequired}: the body must be a JSON object; otherwise it
      * is checked only when it is not empty and its content type is JSON (or missing).
      */
-    RoutingRequest read(FrontendHandler front, FullHttpRequest request, boolean jsonRequired) {
+    RoutingRequest read(Reply reply, FullHttpRequest request, boolean jsonRequired) {
         HttpHeaders headers = request.headers();
         List<String> ids = headers.getAll(X_SESSION_ID);
         if (ids.size() > 1 && ids.stream().distinct().count() > 1) {
-            reject(front, request, "Conflicting X-Session-ID headers: a request must carry one session id");
+            reply.jsonError(HttpResponseStatus.BAD_REQUEST,
+                    "Conflicting X-Session-ID headers: a request must carry one session id");
             return null;
         }
         HeaderLookup lookup = headers::get;
@@ -51,7 +51,7 @@ final class RoutingInput {
                 ? sessionIds.extractChecked(lookup, AggregatedBody.source(body), jsonRequired)
                 : sessionIds.extractFromHeaders(lookup);
         if (extraction.invalidReason() != null) {
-            reject(front, request, extraction.invalidReason());
+            reply.jsonError(HttpResponseStatus.BAD_REQUEST, extraction.invalidReason());
             return null;
         }
         Supplier<String> text = () -> body.toString(StandardCharsets.UTF_8);
@@ -61,10 +61,5 @@ final class RoutingInput {
     private static boolean looksLikeJson(HttpHeaders headers) {
         String type = headers.get(HttpHeaderNames.CONTENT_TYPE);
         return type == null || AsciiString.containsIgnoreCase(type, JSON);
-    }
-
-    private static void reject(FrontendHandler front, FullHttpRequest request, String message) {
-        request.release();
-        front.respond(Responses.jsonError(front.context().alloc(), HttpResponseStatus.BAD_REQUEST, message));
     }
 }

@@ -11,8 +11,8 @@ import org.vllmrouter.core.session.SessionIdExtractor;
 import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRegistry;
-import org.vllmrouter.server.http.FrontendHandler;
 import org.vllmrouter.server.http.Json;
+import org.vllmrouter.server.http.Reply;
 import org.vllmrouter.server.http.RequestPath;
 import org.vllmrouter.server.http.Responses;
 
@@ -27,36 +27,34 @@ public final class SessionRoutes {
     }
 
     /** Releases the session in every policy instance; an unknown id is not an error. */
-    void finishSession(FrontendHandler front, FullHttpRequest request, RequestPath path) {
-        request.release();
-        front.respond(finishSession(front, path));
+    void finishSession(Reply reply, FullHttpRequest request, RequestPath path) {
+        reply.send(finishSession(reply, path));
     }
 
-    private FullHttpResponse finishSession(FrontendHandler front, RequestPath path) {
+    private FullHttpResponse finishSession(Reply reply, RequestPath path) {
         String id;
         try {
             id = path.param("session_id");
         } catch (RequestPath.InvalidPathException e) {
-            return badRequest(front, e.getMessage());
+            return badRequest(reply, e.getMessage());
         }
         if (id == null || id.isEmpty()) {
-            return badRequest(front, "Missing required query parameter 'session_id'");
+            return badRequest(reply, "Missing required query parameter 'session_id'");
         }
         // The engine's own rule for ids decides what is acceptable, exactly as for routed requests.
         String problem = SessionIdExtractor.problemWith(id);
         if (problem != null) {
-            return badRequest(front, "Invalid session id in query parameter 'session_id': " + problem);
+            return badRequest(reply, "Invalid session id in query parameter 'session_id': " + problem);
         }
         policies.finishSession(id);
-        return Responses.json(front.context().alloc(), HttpResponseStatus.OK, Json.object(g -> {
+        return Responses.json(reply.alloc(), HttpResponseStatus.OK, Json.object(g -> {
             g.writeStringField("status", "ok");
             g.writeStringField("session_id", id);
         }));
     }
 
-    void sessions(FrontendHandler front, FullHttpRequest request, RequestPath path) {
-        request.release();
-        front.respond(Responses.json(front.context().alloc(), HttpResponseStatus.OK, sessionsJson(policies, workers)));
+    void sessions(Reply reply, FullHttpRequest request, RequestPath path) {
+        reply.json(HttpResponseStatus.OK, sessionsJson(policies, workers));
     }
 
     /**
@@ -88,7 +86,7 @@ public final class SessionRoutes {
         });
     }
 
-    private static FullHttpResponse badRequest(FrontendHandler front, String message) {
-        return Responses.jsonError(front.context().alloc(), HttpResponseStatus.BAD_REQUEST, message);
+    private static FullHttpResponse badRequest(Reply reply, String message) {
+        return Responses.jsonError(reply.alloc(), HttpResponseStatus.BAD_REQUEST, message);
     }
 }

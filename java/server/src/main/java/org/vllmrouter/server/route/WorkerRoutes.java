@@ -20,8 +20,8 @@ import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRegistry;
 import org.vllmrouter.core.worker.WorkerRole;
 import org.vllmrouter.server.http.AggregatedBody;
-import org.vllmrouter.server.http.FrontendHandler;
 import org.vllmrouter.server.http.Json;
+import org.vllmrouter.server.http.Reply;
 import org.vllmrouter.server.http.RequestPath;
 import org.vllmrouter.server.http.Responses;
 import org.vllmrouter.server.worker.StartupWait;
@@ -45,44 +45,41 @@ final class WorkerRoutes {
         this.control = control;
     }
 
-    void addWorker(FrontendHandler front, FullHttpRequest request, RequestPath path) {
-        request.release();
-        String url = urlParam(front, path);
+    void addWorker(Reply reply, FullHttpRequest request, RequestPath path) {
+        String url = urlParam(reply, path);
         if (url != null) {
-            ControlCalls.respondWhenDone(front, addWorker(front.context().channel().eventLoop(), url), error -> error == null
-                    ? text(front, HttpResponseStatus.OK, "Successfully added worker: " + UrlRedaction.redact(url))
-                    : text(front, HttpResponseStatus.BAD_REQUEST, error));
+            reply.sendWhenDone(addWorker(reply.loop(), url), error -> error == null
+                    ? text(reply, HttpResponseStatus.OK, "Successfully added worker: " + UrlRedaction.redact(url))
+                    : text(reply, HttpResponseStatus.BAD_REQUEST, error));
         }
     }
 
-    void removeWorker(FrontendHandler front, FullHttpRequest request, RequestPath path) {
-        request.release();
-        String url = urlParam(front, path);
+    void removeWorker(Reply reply, FullHttpRequest request, RequestPath path) {
+        String url = urlParam(reply, path);
         if (url != null) {
             workers.removeByBaseUrl(url);
-            front.respond(text(front, HttpResponseStatus.OK, "Successfully removed worker: " + UrlRedaction.redact(url)));
+            reply.text(HttpResponseStatus.OK, "Successfully removed worker: " + UrlRedaction.redact(url));
         }
     }
 
     /** The {@code url} query parameter, or null once the client has its 400. */
-    private static String urlParam(FrontendHandler front, RequestPath path) {
+    private static String urlParam(Reply reply, RequestPath path) {
         String url;
         try {
             url = path.param("url");
         } catch (RequestPath.InvalidPathException e) {
-            front.respond(text(front, HttpResponseStatus.BAD_REQUEST, e.getMessage()));
+            reply.text(HttpResponseStatus.BAD_REQUEST, e.getMessage());
             return null;
         }
         if (url == null || url.isEmpty()) {
-            front.respond(text(front, HttpResponseStatus.BAD_REQUEST, "Missing required query parameter 'url'"));
+            reply.text(HttpResponseStatus.BAD_REQUEST, "Missing required query parameter 'url'");
             return null;
         }
         return url;
     }
 
-    void listWorkers(FrontendHandler front, FullHttpRequest request, RequestPath path) {
-        request.release();
-        front.respond(json(front, HttpResponseStatus.OK, Json.object(g -> {
+    void listWorkers(Reply reply, FullHttpRequest request, RequestPath path) {
+        reply.send(json(reply, HttpResponseStatus.OK, Json.object(g -> {
             g.writeArrayFieldStart("urls");
             for (Worker w : workers.all()) {
                 g.writeString(w.shownUrl());
@@ -122,53 +119,49 @@ final class WorkerRoutes {
     }
 
     /** GET lists the workers; POST adds the one named by the JSON body's {@code url}. */
-    void workers(FrontendHandler front, FullHttpRequest request, RequestPath path) {
+    void workers(Reply reply, FullHttpRequest request, RequestPath path) {
         if (request.method().equals(HttpMethod.GET)) {
-            request.release();
-            front.respond(json(front, HttpResponseStatus.OK, workersJson()));
+            reply.send(json(reply, HttpResponseStatus.OK, workersJson()));
         } else if (request.method().equals(HttpMethod.POST)) {
             String url = urlField(request);
-            request.release();
             if (url == null) {
-                front.respond(json(front, HttpResponseStatus.BAD_REQUEST, codedError(
+                reply.send(json(reply, HttpResponseStatus.BAD_REQUEST, codedError(
                         "Invalid request body: expected a JSON object with a string field 'url'", "ADD_WORKER_FAILED")));
                 return;
             }
-            ControlCalls.respondWhenDone(front, addWorker(front.context().channel().eventLoop(), url), error -> error == null
-                    ? json(front, HttpResponseStatus.OK, Json.object(g -> {
+            reply.sendWhenDone(addWorker(reply.loop(), url), error -> error == null
+                    ? json(reply, HttpResponseStatus.OK, Json.object(g -> {
                         g.writeBooleanField("success", true);
                         g.writeStringField("message", "Successfully added worker: " + UrlRedaction.redact(url));
                         g.writeNullField("worker");
                     }))
-                    : json(front, HttpResponseStatus.BAD_REQUEST, codedError(error, "ADD_WORKER_FAILED")));
+                    : json(reply, HttpResponseStatus.BAD_REQUEST, codedError(error, "ADD_WORKER_FAILED")));
         } else {
-            request.release();
             FullHttpResponse response = Responses.empty(HttpResponseStatus.METHOD_NOT_ALLOWED);
             response.headers().set(HttpHeaderNames.ALLOW, "GET, POST");
-            front.respond(response);
+            reply.send(response);
         }
     }
 
     /** {@code /workers/{url}}: GET shows the worker, DELETE removes it. */
-    void worker(FrontendHandler front, FullHttpRequest request, RequestPath path) {
+    void worker(Reply reply, FullHttpRequest request, RequestPath path) {
         String url = path.path().substring(RequestPath.WORKERS_PREFIX.length());
         HttpMethod method = request.method();
-        request.release();
         if (method.equals(HttpMethod.GET)) {
             Worker worker = workers.get(url).orElse(null);
             if (worker == null) {
-                front.respond(json(front, HttpResponseStatus.NOT_FOUND,
+                reply.send(json(reply, HttpResponseStatus.NOT_FOUND,
                         codedError("Worker " + UrlRedaction.redact(url) + " not found", "WORKER_NOT_FOUND")));
                 return;
             }
-            front.respond(json(front, HttpResponseStatus.OK, Json.object(g -> {
+            reply.send(json(reply, HttpResponseStatus.OK, Json.object(g -> {
                 g.writeStringField("url", worker.shownUrl());
                 g.writeStringField("model_id", worker.modelId());
                 g.writeBooleanField("is_healthy", worker.isHealthy());
             })));
         } else if (method.equals(HttpMethod.DELETE)) {
             workers.removeByBaseUrl(url);
-            front.respond(json(front, HttpResponseStatus.OK, Json.object(g -> {
+            reply.send(json(reply, HttpResponseStatus.OK, Json.object(g -> {
                 g.writeBooleanField("success", true);
                 g.writeStringField("message", "Worker " + UrlRedaction.redact(url) + " removed successfully");
                 g.writeNullField("worker");
@@ -176,7 +169,7 @@ final class WorkerRoutes {
         } else {
             FullHttpResponse response = Responses.empty(HttpResponseStatus.METHOD_NOT_ALLOWED);
             response.headers().set(HttpHeaderNames.ALLOW, "GET, DELETE");
-            front.respond(response);
+            reply.send(response);
         }
     }
 
@@ -234,30 +227,28 @@ final class WorkerRoutes {
     }
 
     /** POSTs {@code /flush_cache} to every worker host; 200 only when all of them succeeded. */
-    void flushCache(FrontendHandler front, FullHttpRequest request, RequestPath path) {
-        request.release();
-        EventLoop loop = front.context().channel().eventLoop();
+    void flushCache(Reply reply, FullHttpRequest request, RequestPath path) {
+        EventLoop loop = reply.loop();
         List<CompletableFuture<Boolean>> calls = new ArrayList<>();
         for (String base : control.baseUrls()) {
             calls.add(control.send(loop, HttpMethod.POST, base, "/flush_cache")
-                    .handle((reply, error) -> reply != null && reply.ok()));
+                    .handle((answer, error) -> answer != null && answer.ok()));
         }
         CompletableFuture<Boolean> all = CompletableFuture.allOf(calls.toArray(CompletableFuture[]::new))
                 .thenApply(v -> calls.stream().allMatch(CompletableFuture::join));
-        ControlCalls.respondWhenDone(front, all, ok -> ok
-                ? text(front, HttpResponseStatus.OK, "Cache flushed on all servers")
-                : text(front, HttpResponseStatus.INTERNAL_SERVER_ERROR, "Cache flush failed on one or more servers"));
+        reply.sendWhenDone(all, ok -> ok
+                ? text(reply, HttpResponseStatus.OK, "Cache flushed on all servers")
+                : text(reply, HttpResponseStatus.INTERNAL_SERVER_ERROR, "Cache flush failed on one or more servers"));
     }
 
     /** Each worker's own {@code /get_load} answer ({@code -1} when it gave none). */
-    void getLoads(FrontendHandler front, FullHttpRequest request, RequestPath path) {
-        request.release();
-        EventLoop loop = front.context().channel().eventLoop();
+    void getLoads(Reply reply, FullHttpRequest request, RequestPath path) {
+        EventLoop loop = reply.loop();
         List<Worker> all = workers.all();
         List<CompletableFuture<Integer>> loads = new ArrayList<>();
         for (Worker w : all) {
             loads.add(control.send(loop, HttpMethod.GET, w.baseUrl(), "/get_load")
-                    .handle((reply, error) -> reply != null && reply.ok() ? loadField(reply.body()) : -1));
+                    .handle((answer, error) -> answer != null && answer.ok() ? loadField(answer.body()) : -1));
         }
         CompletableFuture<String> body = CompletableFuture.allOf(loads.toArray(CompletableFuture[]::new))
                 .thenApply(v -> Json.object(g -> {
@@ -270,7 +261,7 @@ final class WorkerRoutes {
                     }
                     g.writeEndArray();
                 }));
-        ControlCalls.respondWhenDone(front, body, json -> json(front, HttpResponseStatus.OK, json));
+        reply.sendWhenDone(body, json -> json(reply, HttpResponseStatus.OK, json));
     }
 
     private static int loadField(byte[] body) {
@@ -299,11 +290,11 @@ final class WorkerRoutes {
         });
     }
 
-    private static FullHttpResponse text(FrontendHandler front, HttpResponseStatus status, String body) {
-        return Responses.text(front.context().alloc(), status, body);
+    private static FullHttpResponse text(Reply reply, HttpResponseStatus status, String body) {
+        return Responses.text(reply.alloc(), status, body);
     }
 
-    private static FullHttpResponse json(FrontendHandler front, HttpResponseStatus status, String body) {
-        return Responses.json(front.context().alloc(), status, body);
+    private static FullHttpResponse json(Reply reply, HttpResponseStatus status, String body) {
+        return Responses.json(reply.alloc(), status, body);
     }
 }
