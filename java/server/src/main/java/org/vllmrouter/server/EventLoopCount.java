@@ -8,13 +8,11 @@ import org.vllmrouter.core.config.StartEnvironment;
  * processors (at least one, at most {@link #MAX_DEFAULT}).
  *
  * <p>Why not one loop a processor, as tokio does: a router shares its machine with the kernel's network stack and,
- * in front of co-located workers, with its clients and workers too. On this project's two-core benchmark host
- * (client, router and two nginx workers on one machine; 8 rotated rounds beside HAProxy), one loop against two took
- * 0.96 instead of 1.13 times HAProxy's CPU per request at 16 connections and 0.98 instead of 1.10 at 64, and put p99
- * at 0.80 instead of 1.55 and 1.01 instead of 1.30 times HAProxy's: two loops and the processes they serve took
- * turns on two cores, and a request whose loop had just lost its core waited for a time slice. At most eight by
- * default because each loop keeps its own ring, buffers and connections to every worker, while one loop already
- * relays over 25,000 requests a second here, far more than a fleet of LLM workers asks of a router.
+ * in front of co-located workers, with its clients and workers too. With a loop a processor, the loops and the
+ * processes they serve take turns on the cores, and a request whose loop has just lost its core waits for a time
+ * slice: on two cores one loop took less CPU a request and had a shorter p99 than two (docs/perf/event-loops.md). At
+ * most eight by default because each loop keeps its own ring, buffers and connections to every worker, while one loop
+ * already relays far more requests a second than a fleet of LLM workers asks of a router.
  */
 final class EventLoopCount {
     static final String ENVIRONMENT_VARIABLE = StartEnvironment.EVENT_LOOPS_VARIABLE;

@@ -19,9 +19,8 @@ import org.vllmrouter.core.config.StartEnvironment;
  * <p>The serial collector collects its old generation only when that cannot grow any more: state that lives past a few
  * young collections and then dies (a session's binding once the trainer finishes it or it is evicted, a worker's
  * after it leaves) stays there, and the old generation grows towards the maximum heap, a quarter of the machine's
- * memory by default, every page of it resident. Sessions that start and end steadily (7,500 new ones a second, at
- * most 10,000 kept) grew the engine's RSS from 107 to 279 MiB in three minutes with no full collection; on a
- * trainer's node the same growth would go on for hundreds of GiB.
+ * memory by default, every page of it resident. Sessions that start and end steadily grow the engine's RSS with no
+ * full collection (docs/perf/memory.md); on a trainer's node the same growth would go on for hundreds of GiB.
  *
  * <p>So, once a {@link #CHECK_INTERVAL}, this compares the old generation's use with a limit, {@link #GROWTH_FACTOR}
  * times what the last whole collection kept but never below a floor, and collects the whole heap when it is over.
@@ -29,9 +28,9 @@ import org.vllmrouter.core.config.StartEnvironment;
  * the live data it keeps, so the time spent collecting depends on how fast state dies, not on how much there is.
  *
  * <p>The old generation and not the whole heap: the young generation fills and empties ten times a second under
- * load, whatever is live. Counting it, a user's larger young generation ({@code -Xmn64m}) put the heap over a 32 MiB
- * floor at nearly every check, and the engine collected its whole heap every second (26 ms pauses; p99 at 16
- * connections went from 1.4 to 8-15 ms). The old generation's use is read from its memory pool, polled; a usage
+ * load, whatever is live. Counting it, a user's young generation larger than the floor ({@code -Xmn64m}) put the heap
+ * over the limit at nearly every check, and the engine collected its whole heap every second, each pause a stop of
+ * every connection (docs/perf/memory.md). The old generation's use is read from its memory pool, polled; a usage
  * threshold on the pool would need JMX's notifications, hundreds of classes more for a check made once a second.
  * Only the serial collector is meant: G1, ZGC and Shenandoah collect their old generation concurrently, and a forced
  * whole-heap collection would only stop them. The engine's JVM options turn it on ({@link #FLOOR_PROPERTY}) next to

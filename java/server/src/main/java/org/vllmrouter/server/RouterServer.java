@@ -88,16 +88,16 @@ public final class RouterServer implements AutoCloseable {
     private static final int SWEEP_INTERVAL_SECS = 10;
     private static final int SWEEP_BATCH = 10_000;
     /**
-     * A burst of 2,048 connections drains in two wake-ups; one batch costs the loop's other connections a few
-     * milliseconds. With 64 a batch (HAProxy's tune.maxaccept) the same burst's p99 was 1.75 s against 0.6-1.1 s.
+     * Large enough that a trainer's burst of thousands of connections drains in a few wake-ups, small enough that one
+     * batch holds up the loop's other connections for milliseconds only. HAProxy's tune.maxaccept (64) left such a
+     * burst a far longer tail (docs/perf/event-loops.md).
      */
     static final int ACCEPTS_PER_WAKEUP = 1024;
     /**
      * How much of an answer may wait for a client before the relay stops reading the worker (and when it reads again).
      * Netty's default (64 KiB) was smaller than what one read of a worker brings, so a long answer stopped and
-     * restarted the worker's reads after almost every read: a 256 MiB event stream was relayed at 607 MiB/s for 1.97 ms
-     * of router CPU a MiB, and at 890 MiB/s for 1.11 ms with these marks (1 MiB: 867 and 1.15; 256 KiB: 768 and 1.23;
-     * six interleaved rounds). A client that stops reading holds at most this plus one read in the router.
+     * restarted the worker's reads after almost every read, relaying slower for more CPU a MiB
+     * (docs/perf/cpu-per-request.md). A client that stops reading holds at most this plus one read in the router.
      */
     static final WriteBufferWaterMark CLIENT_WRITE_BUFFER = new WriteBufferWaterMark(256 * 1024, 512 * 1024);
     /** How long {@link #close()} waits for the open connections to close before it stops the event loops. */
@@ -368,8 +368,7 @@ public final class RouterServer implements AutoCloseable {
                 .channel(Transport.serverChannel(group))
                 // As many connections as the kernel allows (net.core.somaxconn) wait to be accepted, not 1024
                 // (upstream's, tokio's default): past 1024, a trainer opening thousands at once had its connections'
-                // SYNs dropped and retried a second or more later (2,048 opened at once: 6,171 listen overflows in
-                // 20 s).
+                // SYNs dropped and retried a second or more later (docs/perf/event-loops.md).
                 .option(ChannelOption.SO_BACKLOG, NetUtil.SOMAXCONN)
                 .option(ChannelOption.SO_REUSEADDR, true)
                 .option(ChannelOption.RCVBUF_ALLOCATOR, acceptBatches())
@@ -388,9 +387,9 @@ public final class RouterServer implements AutoCloseable {
     /**
      * Up to {@link #ACCEPTS_PER_WAKEUP} connections accepted each time the listener's loop wakes, until the queue is
      * empty. Netty 4.2's epoll listener accepts one: its handle stops when the "bytes read" (there the new socket's
-     * descriptor) differ from the one byte it asked for. Under load a loop wakes every few milliseconds, so 2,048
-     * connections opened at once waited up to seconds in the kernel's queue (1,163 still queued after 6 s; about a
-     * thousand requests over 5 s per burst).
+     * descriptor) differ from the one byte it asked for. Under load a loop wakes every few milliseconds, so a burst of
+     * thousands of connections opened at once waited up to seconds in the kernel's queue, one a wake-up
+     * (docs/perf/event-loops.md).
      */
     static RecvByteBufAllocator acceptBatches() {
         return new ServerChannelRecvByteBufAllocator().respectMaybeMoreData(false)

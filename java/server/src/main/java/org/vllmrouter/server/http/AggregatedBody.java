@@ -18,9 +18,9 @@ import org.vllmrouter.core.session.BodySource;
 public final class AggregatedBody {
     /**
      * Bodies up to this size are parsed from an array copy, where the token ids of a long context are skipped fast
-     * ({@link org.vllmrouter.core.session.FastSkipJsonFactory}; 1 MiB is about 150,000 ids). At 512 KiB of ids the
-     * copy halved the router's CPU a request against the stream (2.7 to 1.2 ms); a larger body is streamed, so that
-     * no copy comes near the size of the young generation.
+     * ({@link org.vllmrouter.core.session.FastSkipJsonFactory}; 1 MiB is about 150,000 ids), which the stream parser
+     * does not do (docs/perf/cpu-per-request.md); a larger body is streamed, so that no copy comes near the size of
+     * the young generation.
      */
     private static final int COPIED_BODY_LIMIT = 1024 * 1024;
     /** The largest copy array a thread keeps between requests; larger copies are allocated for their request. */

@@ -9,10 +9,9 @@ import java.lang.invoke.VarHandle;
  *
  * <p>Why not the Prometheus client's own metrics: they count in {@code LongAdder}s, which start as one shared cell
  * and split only after a failed compare-and-set. Two event loops that take turns on the same counters rarely fail
- * one, so every request moved about ten cache lines between the cores. Profiled under load (c=64), the metrics
- * code took 6.0% of the event loops' user CPU with the client's metrics and 1.9% with these. A slot's owner writes
- * its row with a plain read and an opaque write: no atomic instruction and no line another core writes. Only the
- * shared slot pays for atomics.
+ * one, so every request moved about ten cache lines between the cores, and the metrics code was a visible share of
+ * the event loops' user CPU (docs/perf/cpu-per-request.md). A slot's owner writes its row with a plain read and an
+ * opaque write: no atomic instruction and no line another core writes. Only the shared slot pays for atomics.
  */
 final class ThreadCells {
     /** Longs in a 64-byte cache line. */

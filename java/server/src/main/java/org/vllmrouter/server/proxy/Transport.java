@@ -29,12 +29,11 @@ import org.vllmrouter.core.config.StartEnvironment;
 
 /**
  * The socket layer under the router's event loops: io_uring where the kernel allows it, else epoll, else the JDK's
- * NIO. io_uring is the cheaper one: proxying on loopback at 64 connections it took 14.0 us of CPU per request against
- * epoll's 16.6 (interleaved runs, same build), mostly kernel time, since one {@code io_uring_enter} submits a whole
- * round's reads and writes and waits for the next completions where epoll makes a syscall for each. Containers often
- * forbid it (Docker's default seccomp profile, {@code kernel.io_uring_disabled}); Netty then reports it unavailable
- * and {@code auto} takes epoll. {@code VLLM_ROUTER_TRANSPORT=epoll} keeps a router off io_uring on a machine that
- * has it.
+ * NIO. io_uring is the cheaper one, in CPU per proxied request and mostly in kernel time (docs/perf/event-loops.md):
+ * one {@code io_uring_enter} submits a whole round's reads and writes and waits for the next completions where epoll
+ * makes a syscall for each. Containers often forbid it (Docker's default seccomp profile,
+ * {@code kernel.io_uring_disabled}); Netty then reports it unavailable and {@code auto} takes epoll.
+ * {@code VLLM_ROUTER_TRANSPORT=epoll} keeps a router off io_uring on a machine that has it.
  *
  * <p>{@code VLLM_ROUTER_TRANSPORT} ({@code auto}, {@code io_uring}, {@code epoll}, {@code nio}) chooses; a transport
  * named there that the machine cannot run stops the router at start rather than quietly running another.
