@@ -12,6 +12,7 @@ import org.vllmrouter.core.config.StartEnvironment;
 import org.vllmrouter.core.policy.CacheAwarePolicy;
 import org.vllmrouter.core.policy.LoadBalancingPolicy;
 import org.vllmrouter.core.policy.Policies;
+import org.vllmrouter.core.policy.PolicySettings;
 import org.vllmrouter.core.policy.PrefixResidency;
 import org.vllmrouter.core.policy.RoutingRequest;
 import org.vllmrouter.core.session.Extraction;
@@ -102,24 +103,29 @@ public final class RolloutSimulation {
             workerIndex.put(w, i);
             engines[i] = new EngineModel(prepared.costs(), blocksPerWorker);
         }
-        this.choresIntervalSecs = RouterConfig.defaults().evictionIntervalSecs();
-        RouterSettings settings = withoutBackgroundEviction();
+        RouterSettings settings = defaultSettings();
+        this.choresIntervalSecs = settings.policies().cacheAware().evictionIntervalSecs();
         SessionSettings sessions = settings.sessions();
-        this.policy = Policies.create(policyName, settings.policies(),
+        this.policy = Policies.create(policyName, withoutBackgroundEviction(settings.policies()),
                 () -> new InMemorySessionTable(sessions.ttl(), sessions.maxSessions(), this::nanoTime));
     }
 
-    /**
-     * The default settings (with the session TTL from this process's environment, as a router takes it), except that
-     * cache_aware's eviction is left to the loop's chores event.
-     */
-    private static RouterSettings withoutBackgroundEviction() {
+    /** A router's default settings, with the session TTL from this process's environment, as a router takes it. */
+    private static RouterSettings defaultSettings() {
         try {
-            return RouterSettings.of(RouterConfig.fromJson("{\"eviction_interval_secs\": 0}"),
-                    StartEnvironment.current());
+            return RouterSettings.of(RouterConfig.defaults(), StartEnvironment.current());
         } catch (ConfigException e) {
             throw new IllegalStateException("the default configuration was refused: " + e.getMessage(), e);
         }
+    }
+
+    /** {@code policies} with cache_aware's eviction left to the loop's chores event instead of a thread of its own. */
+    private static PolicySettings withoutBackgroundEviction(PolicySettings policies) {
+        CacheAwarePolicy.Settings c = policies.cacheAware();
+        return new PolicySettings(policies.policy(), policies.prefillPolicy(), policies.decodePolicy(),
+                new CacheAwarePolicy.Settings(c.cacheThreshold(), c.balanceAbsThreshold(), c.balanceRelThreshold(), 0,
+                        c.maxTreeSize()),
+                policies.kvAware());
     }
 
     private long nanoTime() {
