@@ -1,10 +1,12 @@
 """Starting and stopping real vLLM workers (vLLM's CPU build serving the tiny model of setup_vllm).
 
 Each worker runs in its own process group (vLLM's API server, engine core and worker processes),
-so stopping it stops all three; an atexit hook stops whatever is still running when Python exits.
+so stopping it stops all three; an atexit hook stops whatever is still running when Python exits,
+and a worker whose parent dies without running it (SIGTERM, SIGKILL) gets SIGTERM from the kernel.
 """
 
 import atexit
+import ctypes
 import json
 import os
 import signal
@@ -71,6 +73,14 @@ def stop(process: subprocess.Popen) -> None:
             continue
 
 
+PR_SET_PDEATHSIG = 1
+
+
+def _terminate_with_parent() -> None:
+    """In the child before exec: SIGTERM when the parent goes (vLLM then stops its own children)."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 def start(log: Path, kv_blocks: int = KV_BLOCKS, core: int = 0) -> VllmWorker:
     """One worker on free loopback ports: prefix caching, ZMQ KV events, the render routes; its
     compute threads bound to `core` (left to itself, every worker binds the same first core)."""
@@ -94,7 +104,8 @@ def start(log: Path, kv_blocks: int = KV_BLOCKS, core: int = 0) -> VllmWorker:
                VLLM_NO_USAGE_STATS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     with open(log, "wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                   stdin=subprocess.DEVNULL, start_new_session=True)
+                                   stdin=subprocess.DEVNULL, start_new_session=True,
+                                   preexec_fn=_terminate_with_parent)
     atexit.register(stop, process)
     return VllmWorker(f"http://127.0.0.1:{port}", process, log)
 
