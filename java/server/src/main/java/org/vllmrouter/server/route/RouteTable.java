@@ -112,7 +112,12 @@ public final class RouteTable implements RequestHandler {
         add("/flush_cache", Access.ADMIN, HttpMethod.POST, admin::flushCache);
         add("/get_loads", Access.ADMIN, HttpMethod.GET, admin::getLoads);
         EngineControlRoutes engine = new EngineControlRoutes(control,
-                Duration.ofSeconds(Math.max(1, settings.server().requestTimeoutSecs())), policies::cacheReset);
+                Duration.ofSeconds(Math.max(1, settings.server().requestTimeoutSecs())), emptied -> {
+                    policies.cacheReset(emptied);
+                    if (kv != null) {
+                        kv.cacheReset(emptied);
+                    }
+                });
         engine.postRoutes().forEach((path, handler) -> add(path, Access.ADMIN, HttpMethod.POST, handler));
         add("/get_world_size", Access.ADMIN, HttpMethod.GET, engine::worldSize);
         add("/workers", Access.ADMIN, null, admin::workers);
