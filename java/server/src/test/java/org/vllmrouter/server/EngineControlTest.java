@@ -158,6 +158,35 @@ class EngineControlTest {
     }
 
     @Test
+    void anAbortingPauseEndsInFlightTurnsAsTheEngineDoesAndSessionsStayPinned() throws Exception {
+        String session = "aborted-session";
+        String worker = TestHttp.json(TestHttp.post(base + "/v1/completions", "{\"prompt\":\"a\"}",
+                "X-Session-ID", session)).get("worker_id").asText();
+        MockWorker pinned = mock.workers().stream().filter(w -> w.id().equals(worker)).findFirst().orElseThrow();
+        pinned.knobs().latencyMs(60_000);
+        try {
+            pinned.clearCaptured();
+            CompletableFuture<HttpResponse<String>> inFlight = TestHttp.CLIENT.sendAsync(HttpRequest.newBuilder(
+                            URI.create(base + "/v1/completions")).header("X-Session-ID", session)
+                    .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\":\"b\"}")).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            while (pinned.captured("/v1/completions").isEmpty()) {
+                Thread.sleep(5);
+            }
+            assertEquals(200, TestHttp.post(base + "/pause?mode=abort", "", AUTH).statusCode());
+            HttpResponse<String> aborted = inFlight.get(30, TimeUnit.SECONDS);
+            assertEquals(200, aborted.statusCode(), aborted.body());
+            assertEquals("abort", TestHttp.json(aborted).get("choices").get(0).get("finish_reason").asText());
+            assertEquals(1, pinned.captured("/v1/completions").size(), "an aborted turn is not retried");
+        } finally {
+            pinned.knobs().latencyMs(20);
+        }
+        assertEquals(200, TestHttp.post(base + "/resume", "", AUTH).statusCode());
+        assertEquals(worker, TestHttp.json(TestHttp.post(base + "/v1/completions", "{\"prompt\":\"c\"}",
+                "X-Session-ID", session)).get("worker_id").asText(), "the session kept its worker");
+    }
+
+    @Test
     void anUpdateThatFailsOnOneWorkerNamesIt() throws Exception {
         mock.worker(1).engine().failWeightUpdates(true);
         HttpResponse<String> r = TestHttp.post(base + "/update_weights", "{\"names\":[\"w\"]}", AUTH);
