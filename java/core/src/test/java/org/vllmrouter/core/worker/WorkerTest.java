@@ -174,4 +174,17 @@ class WorkerTest {
         assertTrue(reg.get("http://a:1@0").isEmpty());
         assertEquals(List.of(), reg.removeByBaseUrl("http://nope:1"));
     }
+
+    @Test
+    void removingAPausedWorkerReleasesWhatWaitedForItsResume() {
+        WorkerRegistry reg = new WorkerRegistry();
+        Worker w = Worker.builder("http://a:1").build();
+        reg.add(w);
+        w.pause().pause();
+        boolean[] released = {false};
+        w.pause().whenOpen(() -> released[0] = true);
+        reg.removeByBaseUrl("http://a:1");
+        assertTrue(released[0]);
+        assertFalse(w.pause().isPaused());
+    }
 }
