@@ -44,7 +44,7 @@ import org.vllmrouter.server.http.Responses;
  * policies' cache models forget what those workers held.
  */
 final class EngineControlRoutes {
-    static final String WORKER_PARAM = "worker";
+    private static final String WORKER_PARAM = "worker";
 
     private enum Body { NONE_OR_JSON, JSON }
 
