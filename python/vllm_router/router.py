@@ -18,6 +18,7 @@ from .engine_config import (  # noqa: F401
     policy_from_str,
     router_args_from_native_kwargs,
 )
+from .engine_control import ControlCallFailed, EngineControl  # noqa: F401
 from .router_args import RouterArgs, router_args_to_config_json
 
 # Seconds that `start()`/`launch()` wait for the engine's ready line beyond the worker start-up
@@ -127,10 +128,13 @@ def _is_stop_status(status: int) -> bool:
     return status in [-s for s in stop_signals] + [128 + s for s in stop_signals]
 
 
-class RouterHandle:
-    """A running router: its URL, session control and shutdown. Also a context manager."""
+class RouterHandle(EngineControl):
+    """A running router: its URL, session control, the engine-control calls a trainer makes
+    between steps (pause, resume, weight sync... from `EngineControl`, each relayed to every
+    worker), and shutdown. Also a context manager."""
 
     def __init__(self, engine):
+        super().__init__(engine.url, engine.admin_api_key)
         self._engine = engine
         self.port: int = engine.port
         self.metrics_port: Optional[int] = engine.metrics_port

@@ -58,7 +58,7 @@ def start_engine(config_json: str, startup_timeout: Optional[float] = None) -> "
     except java.type(_START_EXCEPTION) as e:
         raise EngineStartupError(str(e.getMessage())) from None
     try:
-        return InProcessEngine(engines, server)
+        return InProcessEngine(engines, server, json.loads(config_json).get("admin_api_key"))
     except BaseException:
         # A stop signal that arrived while the engine started (Router.start raises out of its
         # handler): the engine was never handed out, so it stops here, as the process bridge
@@ -70,9 +70,11 @@ def start_engine(config_json: str, startup_timeout: Optional[float] = None) -> "
 class InProcessEngine:
     """A `RouterServer` running in this JVM."""
 
-    def __init__(self, engines, server):
+    def __init__(self, engines, server, admin_api_key: Optional[str]):
         self._engines = engines
         self._server = server
+        # Control calls (pause, weight sync) go through the router's own HTTP API, which fans them out.
+        self.admin_api_key = admin_api_key
         self.port: int = int(server.port())
         self.metrics_port: int = int(server.metricsPort())
         self.url: str = str(server.url())

@@ -89,7 +89,7 @@ class EngineProcess:
         # The URL a client can connect to (a wildcard bind address becomes loopback): the engine's rule.
         self.url: str = ready["client_url"]
         self.pid: int = process.pid
-        self._admin_api_key: Optional[str] = config.get("admin_api_key")
+        self.admin_api_key: Optional[str] = config.get("admin_api_key")
         self._stop_requested = False
 
     def finish_session(self, session_id: str) -> None:
@@ -109,8 +109,8 @@ class EngineProcess:
         import urllib.request
 
         request = urllib.request.Request(self.url + path, data=body, method=method)
-        if self._admin_api_key:
-            request.add_header("Authorization", f"Bearer {self._admin_api_key}")
+        if self.admin_api_key:
+            request.add_header("Authorization", f"Bearer {self.admin_api_key}")
         try:
             with urllib.request.urlopen(request, timeout=ADMIN_HTTP_TIMEOUT_SECS) as response:
                 return response.read()

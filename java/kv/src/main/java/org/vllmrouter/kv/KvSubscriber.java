@@ -71,6 +71,11 @@ final class KvSubscriber implements Runnable {
         running = false;
     }
 
+    /** The claims this subscriber keeps up to date. */
+    SourceClaims claims() {
+        return claims;
+    }
+
     @Override
     public void run() {
         ZMQ.Socket sub = context.createSocket(SocketType.SUB);

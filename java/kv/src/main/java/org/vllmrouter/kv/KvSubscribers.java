@@ -88,6 +88,19 @@ public final class KvSubscribers implements AutoCloseable {
         }
     }
 
+    /**
+     * The worker's caches were emptied by a call the router relayed (a prefix-cache reset): every rank's claims are
+     * dropped now, without waiting for the worker's own {@code AllBlocksCleared} event, which may come later or not
+     * at all. Claims the worker publishes afterwards are taken as usual.
+     */
+    public void cleared(String worker) {
+        running.forEach((source, r) -> {
+            if (source.worker().equals(worker)) {
+                r.subscriber().claims().cleared();
+            }
+        });
+    }
+
     /** The sources with a running subscriber. */
     public List<SourceId> sources() {
         return List.copyOf(running.keySet());

@@ -196,6 +196,23 @@ class KvSubscribersTest {
     }
 
     @Test
+    void aRelayedCacheResetDropsThatWorkersClaimsAtOnceAndOnlyItsClaims() throws Exception {
+        MockWorker w = start(k -> {});
+        MockWorker other = mock.worker(1);
+        String held = prompt("held before the reset");
+        complete(w, held);
+        complete(other, held);
+        awaitDepth(w, held, Tier.DEVICE, cachedBlocks(w, held));
+        awaitDepth(other, held, Tier.DEVICE, cachedBlocks(other, held));
+        subscribers.cleared(w.url());
+        assertEquals(0, depth(w, held, Tier.DEVICE), "dropped without waiting for the worker's own event");
+        assertEquals(cachedBlocks(other, held), depth(other, held, Tier.DEVICE));
+        String after = prompt("stored after the reset");
+        complete(w, after);
+        awaitDepth(w, after, Tier.DEVICE, cachedBlocks(w, after));
+    }
+
+    @Test
     void aPublisherRestartClearsThatWorkersClaimsOnly() throws Exception {
         MockWorker w = start(k -> {});
         MockWorker other = mock.worker(1);

@@ -68,6 +68,9 @@ final class MockApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
             } else if (method.equals(HttpMethod.POST) && Routes.CACHE.contains(path)) {
                 worker.flushCache();
                 Replies.text(ctx, keepAlive, 200, "ok");
+            } else if (EngineRoutes.serves(method, path)) {
+                byte[] bytes = ByteBufUtil.getBytes(req.content());
+                EngineRoutes.answer(ctx, keepAlive, req, path, bytes.length == 0 ? null : parseObject(bytes), worker);
             } else if (path.equals(Routes.CAPTURED) && method.equals(HttpMethod.GET)) {
                 Replies.json(ctx, keepAlive, 200, capturedAsJson());
             } else if (path.equals(Routes.CAPTURED) && method.equals(HttpMethod.DELETE)) {
@@ -215,19 +218,20 @@ final class MockApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
             throw new BadRequestException("stream is not supported on " + path + " by the mock");
         }
         Generation g = new Generation(ir, body, raw, worker);
-        worker.slots().acquire(() -> ctx.executor().execute(() -> {
+        worker.engine().admit(() -> worker.slots().acquire(() -> ctx.executor().execute(() -> {
             if (ir.stream()) {
                 startStream(ctx, keepAlive, g);
             } else {
-                after(ctx, g.prefillMicros() + g.decodeMicros(g.completionTokens()), () -> {
+                EngineState.Pending pending = worker.engine().begin(aborted -> ctx.executor().execute(() -> {
                     try {
-                        Replies.json(ctx, keepAlive, 200, g.fullAnswer());
+                        Replies.json(ctx, keepAlive, 200, aborted ? EngineRoutes.aborted(g.fullAnswer()) : g.fullAnswer());
                     } finally {
                         worker.slots().release();
                     }
-                });
+                }));
+                after(ctx, g.prefillMicros() + g.decodeMicros(g.completionTokens()), () -> worker.engine().complete(pending));
             }
-        }));
+        })));
     }
 
     /**

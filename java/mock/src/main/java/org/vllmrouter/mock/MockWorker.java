@@ -22,6 +22,7 @@ public final class MockWorker {
     private final PrefixCache cache;
     private final KvEventPublisher kvEvents;
     private final ServiceSlots slots;
+    private final EngineState engine = new EngineState();
     private final ArrayDeque<CapturedRequest> captured = new ArrayDeque<>();
     private final AtomicLong requestCount = new AtomicLong();
     private final AtomicLong acceptedConnections = new AtomicLong();
@@ -97,6 +98,9 @@ public final class MockWorker {
     public double cacheHitRate() { return cache.hitRate(); }
 
     public void flushCache() { cache.clear(); }
+
+    /** Pause state and weight version, as the engine-control routes leave them. */
+    public EngineState engine() { return engine; }
 
     /** Everything received so far (oldest first, at most {@code capture-limit}). */
     public synchronized List<CapturedRequest> captured() {

@@ -99,6 +99,14 @@ final class ApproximateRadixTree {
         }
     }
 
+    /** Drops everything {@code tenant} holds. */
+    void forget(String tenant) {
+        if (tenantChars.containsKey(tenant)) {
+            evictTenant(tenant, 0);
+            tenantChars.remove(tenant);
+        }
+    }
+
     private void evictTenant(String tenant, long maxChars) {
         PriorityQueue<Node> leaves = new PriorityQueue<>((a, b) -> Long.compare(a.lastUse.get(tenant), b.lastUse.get(tenant)));
         collectLeaves(root, tenant, leaves);

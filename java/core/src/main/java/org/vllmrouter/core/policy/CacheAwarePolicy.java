@@ -123,6 +123,15 @@ public final class CacheAwarePolicy implements LoadBalancingPolicy {
         return smallest;
     }
 
+    @Override
+    public void cacheReset(List<Worker> workers) {
+        for (ApproximateRadixTree tree : treesByModel.values()) {
+            synchronized (tree) {
+                workers.forEach(w -> tree.forget(w.url()));
+            }
+        }
+    }
+
     /** Trims every worker's cached text to {@code maxTreeSize} characters now. */
     public void evictNow() {
         for (ApproximateRadixTree tree : treesByModel.values()) {

@@ -29,6 +29,14 @@ public interface LoadBalancingPolicy {
     default void onComplete(Worker worker, boolean success) {
     }
 
+    /**
+     * The KV caches of {@code workers} were emptied (a prefix-cache reset, or a pause that cleared them): a policy
+     * that models what a worker holds forgets it, so the next turns are not sent for a prefix that is gone. Sessions
+     * and load are untouched.
+     */
+    default void cacheReset(List<Worker> workers) {
+    }
+
     /** Releases a sticky session; a no-op for policies that keep none. */
     default void finishSession(String sessionId) {
     }

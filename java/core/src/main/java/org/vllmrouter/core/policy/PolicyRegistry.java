@@ -9,6 +9,7 @@ import java.util.logging.Logger;
 import org.vllmrouter.core.config.PolicyNames;
 import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.session.SessionStore;
+import org.vllmrouter.core.worker.Worker;
 
 /**
  * The policy instances of one router: the default policy, optional per-model policies, and separate
@@ -99,6 +100,13 @@ public final class PolicyRegistry implements AutoCloseable {
     public void finishSession(String sessionId) {
         for (LoadBalancingPolicy p : all()) {
             p.finishSession(sessionId);
+        }
+    }
+
+    /** Tells every instance that the KV caches of {@code workers} were emptied. */
+    public void cacheReset(List<Worker> workers) {
+        for (LoadBalancingPolicy p : all()) {
+            p.cacheReset(workers);
         }
     }
 

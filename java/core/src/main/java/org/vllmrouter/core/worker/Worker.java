@@ -23,6 +23,7 @@ public final class Worker {
     private final int healthFailureThreshold;
     private final int healthSuccessThreshold;
     private final CircuitBreaker circuitBreaker;
+    private final PauseGate pause = new PauseGate();
 
     private volatile boolean healthy = true;
     private int consecutiveHealthFailures;
@@ -98,9 +99,13 @@ public final class Worker {
     /**
      * Records one health probe: a healthy worker turns unhealthy after the failure threshold of
      * consecutive failures, an unhealthy one healthy after the success threshold of consecutive
-     * successes; each result resets the opposite counter.
+     * successes; each result resets the opposite counter. A failed probe of a paused worker does not count.
      */
     public synchronized void recordHealthCheck(boolean ok) {
+        if (!ok && pause.isPaused()) {
+            // A paused (or sleeping) engine may not answer its probe; that is the pause, not a failure.
+            return;
+        }
         if (ok) {
             consecutiveHealthFailures = 0;
             consecutiveHealthSuccesses++;
@@ -125,6 +130,11 @@ public final class Worker {
     /** Eligible for selection: healthy and the circuit breaker allows a request. */
     public boolean isAvailable() {
         return healthy && circuitBreaker.canExecute();
+    }
+
+    /** The worker's pause state, as the control calls relayed through this router left it. */
+    public PauseGate pause() {
+        return pause;
     }
 
     /** Requests in flight through this router. */
@@ -157,7 +167,7 @@ public final class Worker {
     @Override
     public String toString() {
         return "Worker[" + url + ", model=" + modelId + ", role=" + role + ", healthy=" + healthy
-                + ", circuit=" + circuitBreaker.state() + ", load=" + load.get() + "]";
+                + ", paused=" + pause.isPaused() + ", circuit=" + circuitBreaker.state() + ", load=" + load.get() + "]";
     }
 
     public static final class Builder {

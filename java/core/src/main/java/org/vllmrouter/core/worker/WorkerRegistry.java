@@ -48,7 +48,10 @@ public final class WorkerRegistry {
         return true;
     }
 
-    /** Removes the worker named {@code baseUrl} and every DP rank {@code baseUrl@rank}; returns them. */
+    /**
+     * Removes the worker named {@code baseUrl} and every DP rank {@code baseUrl@rank}; returns them. A removed worker's
+     * pause ends, so nothing stays held for it.
+     */
     public synchronized List<Worker> removeByBaseUrl(String baseUrl) {
         List<Worker> removed = new ArrayList<>();
         Map<String, Worker> next = new LinkedHashMap<>();
@@ -62,6 +65,9 @@ public final class WorkerRegistry {
         if (!removed.isEmpty()) {
             publish(next);
             listeners.forEach(l -> l.removed(removed));
+            // Turns held for a removed worker's resume would wait out their timeout: they go on now, and a
+            // session re-binds as for any removed worker.
+            removed.forEach(w -> w.pause().resume());
         }
         return removed;
     }

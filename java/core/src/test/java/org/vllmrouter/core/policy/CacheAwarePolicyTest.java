@@ -40,6 +40,20 @@ class CacheAwarePolicyTest {
     }
 
     @Test
+    void aResetCacheIsForgottenAndTheOtherWorkersKept() {
+        CacheAwarePolicy p = new CacheAwarePolicy(SETTINGS);
+        List<Worker> ws = workers(2);
+        Worker first = p.select(ws, text("a long shared conversation prefix"));
+        Worker other = p.select(ws, text("something else entirely, on the other worker"));
+        assertNotSame(first, other);
+        p.cacheReset(List.of(first));
+        assertEquals(0, p.cachedChars(null, first.url()));
+        assertTrue(p.cachedChars(null, other.url()) > 0);
+        assertSame(first, p.select(ws, text("a long shared conversation prefix")),
+                "the reset worker now holds the least, so it takes the prompt again");
+    }
+
+    @Test
     void onlyServedModelsGetATreeOfTheirOwn() {
         CacheAwarePolicy p = new CacheAwarePolicy(SETTINGS);
         List<Worker> ws = List.of(Worker.builder("http://w0:8000").modelId("llama").build(),

@@ -27,6 +27,25 @@ class WorkerTest {
     }
 
     @Test
+    void aPausedWorkerStaysHealthyThroughFailedProbesAndReleasesItsWaitersOnResume() {
+        Worker w = Worker.builder("http://h:1").healthThresholds(1, 1).build();
+        w.pause().pause();
+        w.recordHealthCheck(false);
+        w.recordHealthCheck(false);
+        assertTrue(w.isHealthy());
+        assertTrue(w.isAvailable(), "a paused worker stays a candidate: its sessions keep their pins");
+        List<String> ran = new java.util.ArrayList<>();
+        w.pause().whenOpen(() -> ran.add("held"));
+        assertEquals(List.of(), ran);
+        w.pause().resume();
+        assertEquals(List.of("held"), ran);
+        w.pause().whenOpen(() -> ran.add("now"));
+        assertEquals(List.of("held", "now"), ran);
+        w.recordHealthCheck(false);
+        assertFalse(w.isHealthy(), "once resumed, a failed probe counts again");
+    }
+
+    @Test
     void defaults() {
         Worker w = Worker.builder("http://h:1").build();
         assertEquals("unknown", w.modelId());
@@ -154,5 +173,18 @@ class WorkerTest {
         assertEquals(List.of(other), reg.all());
         assertTrue(reg.get("http://a:1@0").isEmpty());
         assertEquals(List.of(), reg.removeByBaseUrl("http://nope:1"));
+    }
+
+    @Test
+    void removingAPausedWorkerReleasesWhatWaitedForItsResume() {
+        WorkerRegistry reg = new WorkerRegistry();
+        Worker w = Worker.builder("http://a:1").build();
+        reg.add(w);
+        w.pause().pause();
+        boolean[] released = {false};
+        w.pause().whenOpen(() -> released[0] = true);
+        reg.removeByBaseUrl("http://a:1");
+        assertTrue(released[0]);
+        assertFalse(w.pause().isPaused());
     }
 }

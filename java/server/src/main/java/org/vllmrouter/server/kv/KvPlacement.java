@@ -91,6 +91,11 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
         }
     }
 
+    /** The KV caches of {@code emptied} were reset: the index forgets what they held. */
+    public void cacheReset(List<Worker> emptied) {
+        sources.cacheReset(emptied);
+    }
+
     /**
      * What the candidates of {@code role} (regular, or prefill in PD mode) for {@code model} hold of the request's
      * prompt, on {@code loop} (the client's, so the caller continues there). Never fails: without tokens the answer is

@@ -122,6 +122,14 @@ public final class KvSources implements WorkerRegistry.Listener, AutoCloseable {
         }
     }
 
+    /** The KV caches of {@code emptied}'s hosts were emptied: their claims are dropped (see KvSubscribers#cleared). */
+    public void cacheReset(List<Worker> emptied) {
+        for (Worker w : emptied) {
+            String base = w.baseUrl();
+            executor.execute(() -> subscribers.cleared(base));
+        }
+    }
+
     private void subscribeStatic(String base, StaticKvSources.Source configured) {
         if (!registered.contains(base)) {
             return;

@@ -101,7 +101,16 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
         }
         worker = chosen;
         proxy.calls.started(chosen);
-        connect(chosen);
+        if (chosen.pause().isPaused()) {
+            // Held, not failed or moved: the session stays on its worker, and the request timeout still bounds it.
+            chosen.pause().whenOpen(() -> loop.execute(() -> {
+                if (!end.ended() && worker == chosen) {
+                    connect(chosen);
+                }
+            }));
+        } else {
+            connect(chosen);
+        }
     }
 
     /** A pooled connection to {@code chosen} when one is idle (used at once), else a new one. */

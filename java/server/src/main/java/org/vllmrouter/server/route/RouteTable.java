@@ -6,6 +6,7 @@ import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpResponseStatus;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -110,6 +111,15 @@ public final class RouteTable implements RequestHandler {
         add("/list_workers", Access.ADMIN, HttpMethod.GET, admin::listWorkers);
         add("/flush_cache", Access.ADMIN, HttpMethod.POST, admin::flushCache);
         add("/get_loads", Access.ADMIN, HttpMethod.GET, admin::getLoads);
+        EngineControlRoutes engine = new EngineControlRoutes(control,
+                Duration.ofSeconds(Math.max(1, settings.server().requestTimeoutSecs())), emptied -> {
+                    policies.cacheReset(emptied);
+                    if (kv != null) {
+                        kv.cacheReset(emptied);
+                    }
+                });
+        engine.postRoutes().forEach((path, handler) -> add(path, Access.ADMIN, HttpMethod.POST, handler));
+        add("/get_world_size", Access.ADMIN, HttpMethod.GET, engine::worldSize);
         add("/workers", Access.ADMIN, null, admin::workers);
         add(RequestPath.WORKER_ITEM_ROUTE, Access.ADMIN, null, admin::worker);
 
