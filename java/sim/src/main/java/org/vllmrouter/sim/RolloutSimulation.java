@@ -111,11 +111,14 @@ public final class RolloutSimulation {
 
     /**
      * The default settings (with the session TTL from this process's environment, as a router takes it), except that
-     * cache_aware's eviction is left to the loop's chores event.
+     * cache_aware's eviction is left to the loop's chores event. The configured policy is not cache_aware (each run
+     * names its own policy to {@link Policies#create}), because a router that runs cache_aware refuses an eviction
+     * interval of 0.
      */
     private static RouterSettings withoutBackgroundEviction() {
         try {
-            return RouterSettings.of(RouterConfig.fromJson("{\"eviction_interval_secs\": 0}"),
+            return RouterSettings.of(RouterConfig.fromJson(
+                    "{\"policy\": \"round_robin\", \"eviction_interval_secs\": 0}"),
                     StartEnvironment.current());
         } catch (ConfigException e) {
             throw new IllegalStateException("the default configuration was refused: " + e.getMessage(), e);
@@ -285,6 +288,6 @@ public final class RolloutSimulation {
         return new SimulationResult(policyName, pressure.name(), engines.length, blocksPerWorker, makespan,
                 groups.at(50), groups.at(90), groups.max(), trajectories.at(50), trajectories.at(90),
                 prompt == 0 ? 0 : (double) hits / prompt, recomputed, meanBusy == 0 ? 0 : busiest / meanBusy,
-                preemptions, turns, errors);
+                preemptions, turns, errors, groupLatency);
     }
 }
