@@ -84,10 +84,16 @@ def plan(arguments: Sequence[str]) -> dict:
     return json.loads(done.stdout)
 
 
+def foreign_env() -> dict:
+    """The environment of another package's router: without this process's PYTHONPATH, which
+    would let it import this package instead of its own."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
 def check_router_python(path: str) -> None:
     try:
         done = subprocess.run([path, "-c", "import vllm_router.launch_router"], capture_output=True,
-                              text=True, timeout=120)
+                              text=True, timeout=120, env=foreign_env())
     except (OSError, subprocess.TimeoutExpired) as e:
         raise BadInput(f"--router-python {path}: cannot run it ({e.__class__.__name__}: {e})") from None
     if done.returncode != 0:
@@ -119,7 +125,7 @@ def other_router(python: str, policy: str, worker_urls: List[str]) -> Iterator[s
     process = subprocess.Popen([python, "-m", "vllm_router.launch_router", "--host", "127.0.0.1", "--port",
                                 str(port), "--policy", policy, "--worker-urls", *worker_urls,
                                 "--prometheus-port", str(free_port()), "--log-level", "warning"],
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=foreign_env())
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + ROUTER_START_TIMEOUT_S

@@ -48,6 +48,7 @@ final class EngineMetrics {
         o.put("hit_tokens", s.hitTokens());
         o.put("preemptions", s.preemptions());
         o.put("recomputed_tokens", s.recomputedTokens());
+        o.put("aborted", s.aborted());
         return o;
     }
 

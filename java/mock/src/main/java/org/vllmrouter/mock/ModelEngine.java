@@ -33,7 +33,7 @@ final class ModelEngine implements AutoCloseable {
 
     /** What the model has done so far, published after every step for readers on other threads. */
     record Stats(int running, int waiting, int usedBlocks, int capacityBlocks, long promptTokens, long hitTokens,
-                 double busySeconds, long preemptions, long recomputedTokens, long steps) {
+                 double busySeconds, long preemptions, long recomputedTokens, long steps, long aborted) {
     }
 
     private final EngineModel model;
@@ -46,6 +46,8 @@ final class ModelEngine implements AutoCloseable {
     private final Thread thread;
     private volatile boolean running = true;
     private volatile Stats stats;
+    /** Turns dropped before they finished; written by the stepping thread only. */
+    private long aborted;
 
     /**
      * @param histories what each trajectory (by session id) has computed before, shared by the workers of a process
@@ -79,6 +81,11 @@ final class ModelEngine implements AutoCloseable {
         return COSTS.blockSize();
     }
 
+    /** Token positions the KV cache holds in all. */
+    int capacityTokens() {
+        return model.capacityBlocks() * COSTS.blockSize();
+    }
+
     /** The compute history of session {@code sessionId} (a fresh one for a request without a session). */
     EngineRequest.ComputeHistory history(String sessionId) {
         return sessionId == null ? new EngineRequest.ComputeHistory()
@@ -89,12 +96,13 @@ final class ModelEngine implements AutoCloseable {
         return stats;
     }
 
-    /** Queues {@code turn}; it is refused (on its event loop) when it could not fit even in an empty cache. */
+    /** Queues {@code turn}, which fits in the KV cache ({@link #capacityTokens()}). */
     void submit(ModelTurn turn) {
         inbox.add(() -> {
             if (!model.submit(turn.request())) {
-                turn.refused(model.capacityBlocks() * COSTS.blockSize());
-            } else if (turn.streams()) {
+                throw new IllegalStateException("a turn larger than the KV cache was submitted");
+            }
+            if (turn.streams()) {
                 streaming.add(turn);
             }
         });
@@ -103,7 +111,9 @@ final class ModelEngine implements AutoCloseable {
     /** Drops {@code turn} if it is still queued or running (its client went away). */
     void abort(ModelTurn turn) {
         inbox.add(() -> {
-            model.abort(turn.request());
+            if (model.abort(turn.request())) {
+                aborted++;
+            }
             streaming.remove(turn);
         });
     }
@@ -129,6 +139,7 @@ final class ModelEngine implements AutoCloseable {
                     task = inbox.poll();
                 }
                 if (!model.hasWork()) {
+                    deadline = System.nanoTime();
                     publishStats();
                     continue;
                 }
@@ -171,6 +182,6 @@ final class ModelEngine implements AutoCloseable {
     private void publishStats() {
         stats = new Stats(model.runningCount(), model.waitingCount(), model.usedBlocks(), model.capacityBlocks(),
                 model.promptTokens(), model.hitTokens(), model.busySeconds(), model.preemptions(),
-                model.recomputedTokens(), model.steps());
+                model.recomputedTokens(), model.steps(), aborted);
     }
 }

@@ -25,7 +25,8 @@ import org.vllmrouter.mock.rollout.PromptContent;
  * session's context ({@link PromptContent#ownText}), so the next turn of a rollout trajectory extends exactly what
  * was generated; its usage reports the prompt tokens the model found in its prefix cache. A streamed turn gets one
  * SSE chunk per step that generated tokens for it. A client that goes away aborts the turn in the model, as vLLM
- * aborts a request whose connection closed.
+ * aborts a request whose connection closed. A prompt the whole KV cache cannot hold is refused; a {@code max_tokens}
+ * that would outgrow it is cut to what fits (vLLM would stop such a request short too).
  */
 final class ModelTurn {
     private static final byte[] SSE_DONE = "data: [DONE]\n\n".getBytes(StandardCharsets.US_ASCII);
@@ -38,6 +39,7 @@ final class ModelTurn {
     private final String output;
     private final EngineRequest request;
     private final String id = "cmpl-" + Long.toHexString(ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE);
+    private final int outputTokens;
     private final GenericFutureListener<Future<? super Void>> onClose;
     /** Output tokens already streamed; written by the stepping thread only. */
     private int streamed;
@@ -55,14 +57,20 @@ final class ModelTurn {
         if (prompt.length == 0) {
             throw new BadRequestException("the prompt is empty");
         }
+        ModelEngine engine = worker.engine();
+        int capacity = engine.capacityTokens();
+        if (prompt.length >= capacity) {
+            throw new BadRequestException("the prompt (" + prompt.length + " tokens) does not fit in this worker's "
+                    + "KV cache (" + capacity + " tokens)");
+        }
+        this.outputTokens = Math.min(req.outputTokens(), capacity - prompt.length + 1);
         String session = sessionId != null ? sessionId : id;
-        this.output = PromptContent.ownText(session, prompt.length, req.outputTokens());
+        this.output = PromptContent.ownText(session, prompt.length, outputTokens);
         int[] generated = MockTokenizer.encode(output);
         this.tokens = new int[prompt.length + generated.length];
         System.arraycopy(prompt, 0, tokens, 0, prompt.length);
         System.arraycopy(generated, 0, tokens, prompt.length, generated.length);
-        ModelEngine engine = worker.engine();
-        this.request = new EngineRequest(blockHashes(tokens, engine.blockSize()), prompt.length, req.outputTokens(),
+        this.request = new EngineRequest(blockHashes(tokens, engine.blockSize()), prompt.length, outputTokens,
                 engine.history(sessionId), this);
         this.onClose = f -> engine.abort(this);
     }
@@ -126,21 +134,6 @@ final class ModelTurn {
         });
     }
 
-    /** On the stepping thread: the prompt is longer than the whole KV cache. */
-    void refused(int capacityTokens) {
-        ctx.executor().execute(() -> {
-            ctx.channel().closeFuture().removeListener(onClose);
-            String message = "This model's KV cache holds " + capacityTokens + " tokens; the request needs "
-                    + (request.promptTokens() + request.outputTokens() - 1);
-            if (req.stream()) {
-                ctx.writeAndFlush(sse(Replies.errorBody(400, message, worker.id())));
-                ctx.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT).addListener(ChannelFutureListener.CLOSE);
-            } else {
-                Replies.error(ctx, keepAlive, 400, message, worker.id());
-            }
-        });
-    }
-
     private void writeStreamHead() {
         HttpResponse head = new DefaultHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.OK);
         head.headers().set(HttpHeaderNames.CONTENT_TYPE, "text/event-stream");
@@ -163,7 +156,7 @@ final class ModelTurn {
 
     private ObjectNode usage() {
         ObjectNode u = Replies.JSON.createObjectNode();
-        int completion = req.outputTokens();
+        int completion = outputTokens;
         u.put("prompt_tokens", request.promptTokens());
         u.put("total_tokens", request.promptTokens() + completion);
         u.put("completion_tokens", completion);

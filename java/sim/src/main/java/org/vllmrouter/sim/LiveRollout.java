@@ -128,8 +128,8 @@ public final class LiveRollout {
         body.put("model", target.model());
         body.put("prompt", PromptContent.text(t, turn.promptTokens()));
         body.put("temperature", 0);
-        // An abandoned turn's full length is unknown: the client leaves after its tokens, long before this.
-        body.put("max_tokens", turn.abandoned() ? 4 * turn.outputTokens() + 16 : turn.outputTokens());
+        // An abandoned turn's full length is unknown: the client leaves after its tokens, well before this.
+        body.put("max_tokens", turn.abandoned() ? 2 * turn.outputTokens() + 256 : turn.outputTokens());
         if (turn.abandoned()) {
             body.put("stream", true);
         }
