@@ -170,38 +170,56 @@ def run_policy(policy: str, pressure: str, blocks: int, o: argparse.Namespace,
     return json.loads(done.stdout)["results"][0]
 
 
-def rollout(argv: Sequence[str]) -> int:
-    try:
-        o = parser().parse_args(list(argv))
+class Prepared:
+    """A checked command line: its options, the driver's workload options and the driver's plan."""
+
+    def __init__(self, argv: Sequence[str]):
+        self.options = o = parser().parse_args(list(argv))
         if not (o.time_scale > 0):
             raise BadInput(f"--time-scale must be > 0, got {o.time_scale}")
         arguments = workload_arguments(o)
-        blueprint = plan(arguments)
+        self.blueprint = plan(arguments)
         if o.router_python:
             check_router_python(o.router_python)
+        self.policies = o.policies.split(",") if o.policies else DEFAULT_POLICIES
+        self.workload_arguments = list(arguments)
+        for flag in ("--policies", "--pressure"):
+            if flag in self.workload_arguments:
+                i = self.workload_arguments.index(flag)
+                del self.workload_arguments[i:i + 2]
+
+    def run(self, progress: bool) -> dict:
+        """Every policy at every pressure, live; `{"workload", "results"}` as `simulate --json`
+        prints it, each result with every group's latency. RuntimeError when a run fails."""
+        results = []
+        for pressure, blocks in self.blueprint["kv_blocks_per_worker"].items():
+            for policy in self.policies:
+                results.append(run_policy(policy, pressure, blocks, self.options, self.workload_arguments,
+                                          progress))
+        return {"workload": self.blueprint["workload"], "results": results}
+
+
+def prepare(argv: Sequence[str]) -> Prepared:
+    """The command line checked, before any traffic; BadInput (or the bridge's errors) when not."""
+    return Prepared(argv)
+
+
+def rollout(argv: Sequence[str]) -> int:
+    try:
+        prepared = prepare(argv)
     except BadInput as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
     except (JavaNotFoundError, EngineStartupError) as e:
         print(f"{PROG}: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
-    policies = o.policies.split(",") if o.policies else DEFAULT_POLICIES
-    base = list(arguments)
-    for flag in ("--policies", "--pressure"):
-        if flag in base:
-            i = base.index(flag)
-            del base[i:i + 2]
-    progress = sys.stderr.isatty() and not o.json
-    results = []
+    o = prepared.options
     started = time.monotonic()
     try:
-        for pressure, blocks in blueprint["kv_blocks_per_worker"].items():
-            for policy in policies:
-                results.append(run_policy(policy, pressure, blocks, o, base, progress))
+        outcome = prepared.run(progress=sys.stderr.isatty() and not o.json)
     except RuntimeError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 1
-    outcome = {"workload": blueprint["workload"], "results": results}
     if o.json:
         print(json.dumps(report.without_latency_lists(outcome)))
         return 0

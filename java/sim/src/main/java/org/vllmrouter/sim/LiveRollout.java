@@ -14,6 +14,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -277,7 +278,8 @@ public final class LiveRollout {
         return new SimulationResult(policy, pressure, target.workers().size(), kvBlocksPerWorker, makespan,
                 groups.at(50), groups.at(90), groups.max(), trajectories.at(50), trajectories.at(90),
                 prompt == 0 ? 0 : (double) cachedTokens.get() / prompt, recomputed,
-                meanBusy == 0 ? 0 : busiest / meanBusy, preemptions, turns.get(), errors.get(), groupLatency);
+                meanBusy == 0 ? 0 : busiest / meanBusy, preemptions, turns.get(), errors.get(),
+                Arrays.stream(groupLatency).boxed().toList());
     }
 
     private JsonNode engineStats(URI worker) throws IOException, InterruptedException {

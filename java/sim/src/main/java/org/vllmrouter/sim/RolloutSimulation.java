@@ -1,6 +1,7 @@
 package org.vllmrouter.sim;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.List;
@@ -288,6 +289,7 @@ public final class RolloutSimulation {
         return new SimulationResult(policyName, pressure.name(), engines.length, blocksPerWorker, makespan,
                 groups.at(50), groups.at(90), groups.max(), trajectories.at(50), trajectories.at(90),
                 prompt == 0 ? 0 : (double) hits / prompt, recomputed, meanBusy == 0 ? 0 : busiest / meanBusy,
-                preemptions, turns, errors, groupLatency);
+                preemptions, turns, errors,
+                Arrays.stream(groupLatency).boxed().toList());
     }
 }

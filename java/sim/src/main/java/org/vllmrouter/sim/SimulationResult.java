@@ -1,5 +1,7 @@
 package org.vllmrouter.sim;
 
+import java.util.List;
+
 /**
  * What one policy did with one workload at one pressure. Latencies in virtual seconds: a trajectory runs from its
  * first request to its last answer (or its disconnect), a group from its first trajectory's start to its last
@@ -12,5 +14,8 @@ package org.vllmrouter.sim;
 public record SimulationResult(String policy, String pressure, int workers, int kvBlocksPerWorker, double makespan,
                                double groupP50, double groupP90, double groupMax, double trajectoryP50,
                                double trajectoryP90, double prefixHitRate, long recomputedTokens, double imbalance,
-                               long preemptions, long turns, long errors, double[] groupLatencies) {
+                               long preemptions, long turns, long errors, List<Double> groupLatencies) {
+    public SimulationResult {
+        groupLatencies = List.copyOf(groupLatencies);
+    }
 }

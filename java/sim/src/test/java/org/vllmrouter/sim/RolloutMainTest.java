@@ -47,12 +47,12 @@ class RolloutMainTest {
     @Test
     void aLiveRunDrivesEveryTurnAndMeasuresFromTheAnswersAndTheWorkers() throws Exception {
         try (MockWorkers worker = MockWorkers.start(MockConfig.builder().count(1)
-                .all(k -> k.engineModel(true).cacheBlocks(2_000).timeScale(0.1)).build())) {
+                .all(k -> k.engineModel(true).cacheBlocks(2_000).timeScale(0.3)).build())) {
             String url = worker.urls().get(0);
-            String[] shape = {"--workers", "1", "--groups", "2", "--samples", "3", "--abandon", "0.3"};
+            String[] shape = {"--workers", "1", "--groups", "2", "--samples", "3", "--abandon", "0.3", "--seed", "4"};
             JsonNode plan = JSON.readTree(rollout(concat(shape, "--plan")).out()).get("workload");
             Outcome o = rollout(concat(shape, "--policies", "round_robin", "--router", url, "--worker-urls", url,
-                    "--time-scale", "0.1"));
+                    "--time-scale", "0.3"));
             assertEquals(0, o.status(), o.err());
             JsonNode root = JSON.readTree(o.out());
             assertEquals(plan, root.get("workload"));
@@ -61,7 +61,8 @@ class RolloutMainTest {
             assertEquals(0, r.get("errors").asInt(), "an abandoned turn is no error");
             assertEquals(plan.get("turns").asInt(), r.get("turns").asInt());
             assertTrue(plan.get("abandoned").asInt() > 0);
-            assertTrue(r.get("prefix_hit_rate").asDouble() > 0.3, "samples share the system and task prompts");
+            assertTrue(plan.get("turns").asInt() > plan.get("trajectories").asInt());
+            assertTrue(r.get("prefix_hit_rate").asDouble() > 0, "a later turn finds its earlier turns cached");
             assertEquals(2, r.get("group_latencies_s").size());
             assertEquals(1.0, r.get("imbalance").asDouble(), "one worker is its own mean");
             assertTrue(r.get("makespan_s").asDouble() >= r.at("/group_latency_s/max").asDouble());
