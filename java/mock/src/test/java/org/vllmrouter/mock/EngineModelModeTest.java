@@ -1,5 +1,6 @@
 package org.vllmrouter.mock;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -7,11 +8,18 @@ import com.fasterxml.jackson.databind.JsonNode;
 import java.net.URI;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.msgpack.value.Value;
+import org.zeromq.SocketType;
+import org.zeromq.ZContext;
+import org.zeromq.ZMQ;
 
 /** Mock workers with {@code engine-model}: answers, usage, metrics and stats come from the cost model. */
 class EngineModelModeTest {
@@ -121,6 +129,42 @@ class EngineModelModeTest {
             assertTrue(eventually(() -> Http.json(Http.get(slowUrl + "/engine_stats")).get("aborted").asInt() == 1),
                     "the model dropped the turn once its client left");
             assertEquals(0, Http.json(Http.get(slowUrl + "/engine_stats")).get("running").asInt());
+        }
+    }
+
+    @Test
+    void theModelsCachedBlocksArePublishedAsKvEventsWithTheirRenderedTokens() throws Exception {
+        try (MockWorkers kv = MockWorkers.start(MockConfig.builder().count(1)
+                .all(k -> k.engineModel(true).cacheBlocks(256).timeScale(0.01).kvEvents(true)).build());
+             ZContext ctx = new ZContext()) {
+            MockWorker w = kv.worker(0);
+            ZMQ.Socket sub = ctx.createSocket(SocketType.SUB);
+            sub.setHandshakeIvl(300);
+            sub.subscribe(new byte[0]);
+            sub.setReceiveTimeOut(200);
+            sub.connect(w.kvEvents().endpoint());
+            // A slow joiner misses what is sent before its subscription reaches the publisher: probe until one arrives.
+            boolean joined = false;
+            for (int i = 0; i < 100 && !joined; i++) {
+                Http.post(w.url() + "/v1/completions", completion(prompt((char) ('\u9000' + 64 * i), 20), 1));
+                joined = KvEventsTest.receive(sub) != null;
+            }
+            assertTrue(joined, "no KV event reached the subscriber");
+            while (KvEventsTest.receive(sub) != null) {
+                // Drop what the probes sent.
+            }
+            String prompt = prompt('\u4e00', 40);
+            Http.post(w.url() + "/v1/completions", completion(prompt, 8));
+            List<Map<String, Value>> events = KvEventsTest.next(sub).events();
+            assertEquals(List.of("BlockStored", "BlockStored"), events.stream().map(KvEventsTest::type).toList(),
+                    "40 prompt tokens and 7 computed answer tokens fill 2 blocks of 16");
+            assertTrue(events.get(0).get("parent_block_hash").isNilValue());
+            assertEquals(KvEventsTest.hashes(events.get(0))[0],
+                    events.get(1).get("parent_block_hash").asIntegerValue().toLong());
+            int[] tokens = new int[32];
+            System.arraycopy(KvEventsTest.tokenIds(events.get(0)), 0, tokens, 0, 16);
+            System.arraycopy(KvEventsTest.tokenIds(events.get(1)), 0, tokens, 16, 16);
+            assertArrayEquals(Arrays.copyOf(KvEventsTest.rendered(w, prompt), 32), tokens);
         }
     }
 
