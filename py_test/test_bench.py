@@ -1,5 +1,6 @@
 """`python -m vllm_router.bench simulate`: the engine's simulator started from Python, its table,
-its --json object and its one-line errors passed through."""
+its --json object and its one-line errors passed through; `rollout`: the same workload live, over
+real sockets through a router to mock workers that run the engine model."""
 
 import json
 import os
@@ -37,8 +38,9 @@ def test_json_has_one_result_per_policy_with_the_agreed_keys(engine_jar):
     assert results[0]["turns"] == results[1]["turns"] > 0
 
 
-def test_without_json_it_prints_a_table(engine_jar):
-    run = bench("simulate", *SMALL, "--policies", "consistent_hash", "--pressure", "low,high")
+def test_without_json_it_prints_a_table(engine_jar, tmp_path):
+    run = bench("simulate", *SMALL, "--policies", "consistent_hash", "--pressure", "low,high",
+                "--plot", str(tmp_path / "cdf.png"))
     assert run.returncode == 0, run.stderr
     assert run.stderr == ""  # no progress line when stderr is not a terminal
     rows = [line.split() for line in run.stdout.splitlines()]
@@ -106,4 +108,86 @@ def test_a_malformed_trace_line_is_named_and_nothing_runs(engine_jar, tmp_path):
 def test_an_unknown_command_is_one_line():
     run = bench("race")
     assert run.returncode == 2
-    assert run.stderr == "python -m vllm_router.bench: unknown command 'race'; expected one of: simulate\n"
+    assert run.stderr == ("python -m vllm_router.bench: unknown command 'race'; expected one of: simulate, "
+                          "rollout\n")
+
+
+TINY = ["--workers", "2", "--groups", "2", "--samples", "2", "--time-scale", "0.05"]
+RESULT_KEYS = {"policy", "pressure", "workers", "kv_blocks_per_worker", "makespan_s", "group_latency_s",
+               "trajectory_latency_s", "prefix_hit_rate", "recomputed_tokens", "imbalance", "preemptions",
+               "turns", "errors"}
+
+
+def rollout(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "vllm_router.bench", "rollout", *args], env=bench_env(),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_a_live_rollout_reports_what_simulate_reports_for_each_policy(engine_jar):
+    run = rollout(*TINY, "--policies", "sticky_least_loaded,kv_aware", "--json")
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    simulated = json.loads(bench("simulate", "--workers", "2", "--groups", "2", "--samples", "2",
+                                 "--policies", "sticky_least_loaded,kv_aware", "--json").stdout)
+    assert report["workload"] == simulated["workload"]
+    assert [r["policy"] for r in report["results"]] == ["sticky_least_loaded", "kv_aware"]
+    for live, sim in zip(report["results"], simulated["results"]):
+        assert set(live) == set(sim) == RESULT_KEYS
+        assert live["errors"] == 0
+        assert live["turns"] == sim["turns"] == report["workload"]["turns"]
+        assert live["kv_blocks_per_worker"] == sim["kv_blocks_per_worker"]
+        # Every trajectory opens with the shared system prompt, so some sample finds it cached.
+        assert 0 < live["prefix_hit_rate"] < 1
+        assert live["group_latency_s"]["p50"] <= live["group_latency_s"]["p90"] <= live["group_latency_s"]["max"]
+        assert live["makespan_s"] >= live["group_latency_s"]["max"] > 0
+
+
+def test_a_live_rollout_without_json_prints_the_simulate_table(engine_jar, tmp_path):
+    run = rollout(*TINY, "--policies", "round_robin", "--abandon", "0.5", "--plot", str(tmp_path / "cdf.png"))
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0].startswith("4 trajectories in 2 groups, ") and lines[0].endswith(", seed 1; 2 workers")
+    assert lines[1].split()[:3] == ["pressure", "policy", "makespan"]
+    row = lines[2].split()
+    assert row[:2] == ["moderate", "round_robin"]
+    assert row[-1] == "0"  # errors: an abandoned trajectory is not one
+    assert lines[3].startswith("latencies in model seconds (wall seconds / time scale 0.05)")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--policies", "sticky_least_loaded,fastest"], "unknown policy 'fastest'; expected one of "),
+    (["--workers", "0"], "--workers must be > 0, got 0"),
+    (["--groups", "-2"], "--groups must be > 0, got -2"),
+    (["--samples", "0"], "--samples must be > 0, got 0"),
+    (["--time-scale", "0"], "--time-scale must be > 0, got 0.0"),
+    (["--router-python", "/nonexistent/python3"], "--router-python /nonexistent/python3: cannot run it"),
+])
+def test_bad_rollout_input_is_one_line_before_any_traffic(engine_jar, args, message):
+    run = rollout(*args)
+    assert run.returncode == 2
+    assert run.stdout == ""
+    assert run.stderr.startswith(f"python -m vllm_router.bench rollout: {message}"), run.stderr
+    assert run.stderr.count("\n") == 1
+
+
+def test_a_router_python_without_the_package_is_one_line(engine_jar, tmp_path):
+    python = tmp_path / "python"
+    python.write_text("#!/bin/sh\necho \"ModuleNotFoundError: No module named 'vllm_router'\" >&2\nexit 1\n")
+    python.chmod(0o755)
+    run = rollout("--router-python", str(python))
+    assert run.returncode == 2
+    assert run.stdout == ""
+    assert run.stderr == (f"python -m vllm_router.bench rollout: --router-python {python}: cannot import "
+                          "vllm_router.launch_router (ModuleNotFoundError: No module named 'vllm_router')\n")
+
+
+def test_a_malformed_trace_line_stops_a_live_rollout_before_it_starts(engine_jar, tmp_path):
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text('{"session_id":"a_0","turn":0,"delay_s":0,"system_tokens":4,"task_tokens":4,'
+                     '"prompt_tokens":8,"output_tokens":2,"abandoned":false}\n'
+                     'not json\n')
+    run = rollout("--trace", str(trace), "--workers", "2")
+    assert run.returncode == 2
+    assert run.stdout == ""
+    assert run.stderr.startswith(f"python -m vllm_router.bench rollout: {trace}: trace line 2: ")
+    assert run.stderr.count("\n") == 1

@@ -2,10 +2,18 @@
 
     python -m vllm_router.bench simulate [--policies P,...] [--workers N] [--groups N] [--samples N]
                                          [--pressure low,moderate,high] [--seed N] [--abandon SHARE]
-                                         [--trace FILE] [--write-trace FILE] [--json]
+                                         [--trace FILE] [--write-trace FILE] [--json] [--plot PNG]
+    python -m vllm_router.bench rollout  [--policies P,...] [--workers N] [--groups N] [--samples N]
+                                         [--pressure LEVEL,...] [--seed N] [--abandon SHARE]
+                                         [--trace FILE] [--time-scale S] [--router-python PATH]
+                                         [--json] [--plot PNG]
 
 `simulate` runs the engine jar's `simulate` command: the router's own policy objects against
 modelled vLLM workers in virtual time (the workload, the cost model and the event loop are Java;
-see java/sim). This entry point only finds Java and the jar as the process bridge does, starts it
-and passes its table, its `--json` object and its one-line errors through.
+see java/sim). `rollout` runs the same workload live: mock workers that step the same cost model
+on the wall clock (`--time-scale 0.1`: ten times faster than modelled), a router per policy (this
+package's, or `PATH -m vllm_router.launch_router` with `--router-python PATH`), and the engine
+jar's `rollout` driver over HTTP. Both print the same table (a PNG of each policy's group latency
+CDF and hit rate beside it, with matplotlib) or, with `--json`, the same object; bad input is one
+line and status 2 before anything runs.
 """

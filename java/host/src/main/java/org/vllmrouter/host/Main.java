@@ -19,7 +19,7 @@ import picocli.CommandLine.Command;
         versionProvider = Main.Version.class,
         subcommands = {
             ServeCommand.class, LaunchCommand.class, PythonCommand.class, PrintConfigCommand.class, MockWorkerCommand.class,
-            SimulateCommand.class
+            SimulateCommand.class, RolloutCommand.class
         },
         description = "A vLLM router with a Java engine.")
 public final class Main implements Runnable {

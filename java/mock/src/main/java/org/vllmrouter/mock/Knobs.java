@@ -41,6 +41,8 @@ public final class Knobs {
     private volatile int kvMalformedNext;
     private volatile int kvDropNext;
     private volatile boolean kvRestartNext;
+    private volatile boolean engineModel;
+    private volatile double timeScale = 1.0;
 
     /** Worker id reported in {@code X-Worker-Id} and {@code worker_id}; null means "worker-PORT". */
     public String workerId() { return workerId; }
@@ -191,6 +193,24 @@ public final class Knobs {
     public boolean kvRestartNext() { return kvRestartNext; }
     public Knobs kvRestartNext(boolean v) { kvRestartNext = v; return this; }
 
+    /**
+     * Serve completions and chat completions with the rollout cost model ({@code EngineModel}) stepped on the wall
+     * clock, its KV capacity {@code cache-blocks} blocks of 16 tokens, instead of the latency knobs. Read when the
+     * worker starts.
+     */
+    public boolean engineModel() { return engineModel; }
+    public Knobs engineModel(boolean v) { engineModel = v; return this; }
+
+    /** With {@code engine-model}: wall seconds per modelled second (0.1 runs the model 10x faster). */
+    public double timeScale() { return timeScale; }
+    public Knobs timeScale(double v) {
+        if (!(v > 0) || Double.isInfinite(v)) {
+            throw new IllegalArgumentException("time-scale must be > 0, got " + v);
+        }
+        timeScale = v;
+        return this;
+    }
+
     /** A new instance with the same values (each worker owns its knobs). */
     public Knobs copy() {
         Knobs k = new Knobs();
@@ -223,6 +243,8 @@ public final class Knobs {
         k.kvMalformedNext = kvMalformedNext;
         k.kvDropNext = kvDropNext;
         k.kvRestartNext = kvRestartNext;
+        k.engineModel = engineModel;
+        k.timeScale = timeScale;
         return k;
     }
 
@@ -230,7 +252,7 @@ public final class Knobs {
     static boolean isFlag(String name) {
         return switch (name) {
             case "crash-on-request", "hang", "hang-health", "unhealthy", "kv-events", "kv-replay-topic-frame",
-                 "kv-hash-bytes", "kv-restart-next" -> true;
+                 "kv-hash-bytes", "kv-restart-next", "engine-model" -> true;
             default -> false;
         };
     }
@@ -272,6 +294,8 @@ public final class Knobs {
                 case "kv-malformed-next" -> kvMalformedNext(Integer.parseInt(value));
                 case "kv-drop-next" -> kvDropNext(Integer.parseInt(value));
                 case "kv-restart-next" -> kvRestartNext(parseBoolean(value));
+                case "engine-model" -> engineModel(parseBoolean(value));
+                case "time-scale" -> timeScale(Double.parseDouble(value));
                 default -> throw new IllegalArgumentException("unknown knob: " + name);
             }
         } catch (NumberFormatException e) {

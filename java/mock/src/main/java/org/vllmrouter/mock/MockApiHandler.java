@@ -43,6 +43,9 @@ final class MockApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
 
     private static final String STORED_RESPONSES = "/v1/responses/";
 
+    /** The trajectory a turn belongs to, for the engine model's recompute accounting and its answer's text. */
+    private static final String SESSION_HEADER = "X-Session-ID";
+
     private static final byte[] SSE_DONE = "data: [DONE]\n\n".getBytes(StandardCharsets.US_ASCII);
 
     private final MockWorker worker;
@@ -177,6 +180,14 @@ final class MockApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
                 Replies.json(ctx, keepAlive, 200, root);
             }
             case "/kv_event_sources" -> Replies.json(ctx, keepAlive, 200, kvEventSources());
+            case "/metrics" -> Replies.text(ctx, keepAlive, 200, EngineMetrics.prometheus(worker));
+            case "/engine_stats" -> {
+                if (worker.engine() == null) {
+                    Replies.error(ctx, keepAlive, 404, "Not Found: this worker runs no engine model", worker.id());
+                } else {
+                    Replies.json(ctx, keepAlive, 200, EngineMetrics.stats(worker));
+                }
+            }
             case "/get_load" -> Replies.json(ctx, keepAlive, 200,
                     Replies.JSON.createObjectNode().put("load", worker.inFlight()).put("worker_id", worker.id()));
             case "/load" -> Replies.json(ctx, keepAlive, 200,
@@ -216,6 +227,11 @@ final class MockApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         InferenceRequest ir = InferenceRequest.parse(kind, body, worker.knobs().model());
         if (ir.stream() && (kind == InferenceRequest.Kind.INFERENCE_GENERATE || kind == InferenceRequest.Kind.RESPONSES)) {
             throw new BadRequestException("stream is not supported on " + path + " by the mock");
+        }
+        if (worker.engine() != null
+                && (kind == InferenceRequest.Kind.COMPLETIONS || kind == InferenceRequest.Kind.CHAT)) {
+            ModelTurn.serve(ir, req.headers().get(SESSION_HEADER), worker, ctx, keepAlive);
+            return;
         }
         Generation g = new Generation(ir, body, raw, worker);
         worker.engine().admit(() -> worker.slots().acquire(() -> ctx.executor().execute(() -> {

@@ -21,6 +21,7 @@ public final class MockWorker {
     private final Knobs knobs;
     private final PrefixCache cache;
     private final KvEventPublisher kvEvents;
+    private final ModelEngine engine;
     private final ServiceSlots slots;
     private final EngineState engine = new EngineState();
     private final ArrayDeque<CapturedRequest> captured = new ArrayDeque<>();
@@ -39,8 +40,9 @@ public final class MockWorker {
     private volatile Channel listener;
     private volatile String host;
 
-    MockWorker(int index, Knobs knobs, ChannelGroup connections, KvEventPublisher kvEvents) {
+    MockWorker(int index, Knobs knobs, ChannelGroup connections, KvEventPublisher kvEvents, ModelEngine engine) {
         this.index = index;
+        this.engine = engine;
         this.knobs = knobs;
         this.connections = connections;
         this.kvEvents = kvEvents;
@@ -93,6 +95,9 @@ public final class MockWorker {
 
     /** The KV-event publisher ({@code kv-events}), or null when the worker publishes none. */
     public KvEventPublisher kvEvents() { return kvEvents; }
+
+    /** The cost model serving completions ({@code engine-model}), or null when the latency knobs do. */
+    ModelEngine engine() { return engine; }
 
     /** Cached / prompt tokens over every inference request so far. */
     public double cacheHitRate() { return cache.hitRate(); }

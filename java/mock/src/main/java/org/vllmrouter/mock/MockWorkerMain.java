@@ -37,6 +37,8 @@ public final class MockWorkerMain {
               --hang-health --slow-stream-ms MS --stream-chunks N --require-api-key KEY
               --block-size TOKENS --cache-blocks N --capture-limit N --max-payload-bytes N
               --cpu-cache-blocks N
+            engine model (completions and chat from the rollout cost model, stepped on the wall clock):
+              --engine-model --cache-blocks N (its KV capacity) --time-scale S (0.1: ten times faster)
             KV events (vLLM's ZeroMQ format; endpoints in GET /kv_event_sources):
               --kv-events --kv-topic T --kv-replay-topic-frame --kv-hash-bytes
               --kv-malformed-next N --kv-drop-next N --kv-restart-next

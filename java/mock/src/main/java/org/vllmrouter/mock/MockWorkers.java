@@ -21,7 +21,9 @@ import io.netty.handler.codec.http.HttpServerCodec;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import org.vllmrouter.mock.rollout.EngineRequest;
 import org.zeromq.ZContext;
 
 /**
@@ -62,6 +64,7 @@ public final class MockWorkers implements AutoCloseable {
         EventLoopGroup group = new MultiThreadIoEventLoopGroup(config.ioThreads(), io);
         List<MockWorker> workers = new ArrayList<>();
         ZContext zmq = null;
+        Map<String, EngineRequest.ComputeHistory> histories = ModelEngine.sharedHistories();
         try {
             for (int i = 0; i < config.ports().size(); i++) {
                 ChannelGroup connections = new DefaultChannelGroup(GlobalEventExecutor.INSTANCE);
@@ -71,7 +74,11 @@ public final class MockWorkers implements AutoCloseable {
                     zmq = zmq == null ? new ZContext(1) : zmq;
                     kvEvents = new KvEventPublisher(zmq, config.host(), knobs, 0);
                 }
-                MockWorker worker = new MockWorker(i, knobs, connections, kvEvents);
+                ModelEngine engine = knobs.engineModel()
+                        ? new ModelEngine(Integer.toString(i), knobs.cacheBlocks(), knobs.timeScale(), kvEvents,
+                                histories)
+                        : null;
+                MockWorker worker = new MockWorker(i, knobs, connections, kvEvents, engine);
                 workers.add(worker);
                 Channel listener = new ServerBootstrap()
                         .group(group)
@@ -149,6 +156,9 @@ public final class MockWorkers implements AutoCloseable {
     public void close() {
         for (MockWorker w : workers) {
             w.crash();
+            if (w.engine() != null) {
+                w.engine().close();
+            }
             if (w.kvEvents() != null) {
                 w.kvEvents().close();
             }

@@ -1,6 +1,7 @@
 package org.vllmrouter.sim;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.List;
@@ -12,7 +13,6 @@ import org.vllmrouter.core.config.StartEnvironment;
 import org.vllmrouter.core.policy.CacheAwarePolicy;
 import org.vllmrouter.core.policy.LoadBalancingPolicy;
 import org.vllmrouter.core.policy.Policies;
-import org.vllmrouter.core.policy.PolicySettings;
 import org.vllmrouter.core.policy.PrefixResidency;
 import org.vllmrouter.core.policy.RoutingRequest;
 import org.vllmrouter.core.session.Extraction;
@@ -103,29 +103,27 @@ public final class RolloutSimulation {
             workerIndex.put(w, i);
             engines[i] = new EngineModel(prepared.costs(), blocksPerWorker);
         }
-        RouterSettings settings = defaultSettings();
-        this.choresIntervalSecs = settings.policies().cacheAware().evictionIntervalSecs();
+        this.choresIntervalSecs = RouterConfig.defaults().evictionIntervalSecs();
+        RouterSettings settings = withoutBackgroundEviction();
         SessionSettings sessions = settings.sessions();
-        this.policy = Policies.create(policyName, withoutBackgroundEviction(settings.policies()),
+        this.policy = Policies.create(policyName, settings.policies(),
                 () -> new InMemorySessionTable(sessions.ttl(), sessions.maxSessions(), this::nanoTime));
     }
 
-    /** A router's default settings, with the session TTL from this process's environment, as a router takes it. */
-    private static RouterSettings defaultSettings() {
+    /**
+     * The default settings (with the session TTL from this process's environment, as a router takes it), except that
+     * cache_aware's eviction is left to the loop's chores event. The configured policy is not cache_aware (each run
+     * names its own policy to {@link Policies#create}), because a router that runs cache_aware refuses an eviction
+     * interval of 0.
+     */
+    private static RouterSettings withoutBackgroundEviction() {
         try {
-            return RouterSettings.of(RouterConfig.defaults(), StartEnvironment.current());
+            return RouterSettings.of(RouterConfig.fromJson(
+                    "{\"policy\": \"round_robin\", \"eviction_interval_secs\": 0}"),
+                    StartEnvironment.current());
         } catch (ConfigException e) {
             throw new IllegalStateException("the default configuration was refused: " + e.getMessage(), e);
         }
-    }
-
-    /** {@code policies} with cache_aware's eviction left to the loop's chores event instead of a thread of its own. */
-    private static PolicySettings withoutBackgroundEviction(PolicySettings policies) {
-        CacheAwarePolicy.Settings c = policies.cacheAware();
-        return new PolicySettings(policies.policy(), policies.prefillPolicy(), policies.decodePolicy(),
-                new CacheAwarePolicy.Settings(c.cacheThreshold(), c.balanceAbsThreshold(), c.balanceRelThreshold(), 0,
-                        c.maxTreeSize()),
-                policies.kvAware());
     }
 
     private long nanoTime() {
@@ -291,6 +289,7 @@ public final class RolloutSimulation {
         return new SimulationResult(policyName, pressure.name(), engines.length, blocksPerWorker, makespan,
                 groups.at(50), groups.at(90), groups.max(), trajectories.at(50), trajectories.at(90),
                 prompt == 0 ? 0 : (double) hits / prompt, recomputed, meanBusy == 0 ? 0 : busiest / meanBusy,
-                preemptions, turns, errors);
+                preemptions, turns, errors,
+                Arrays.stream(groupLatency).boxed().toList());
     }
 }

@@ -20,7 +20,7 @@ class RolloutSimulationTest {
 
     @Test
     void everyPolicyServesEveryTurn() {
-        for (String policy : SimulateMain.DEFAULT_POLICIES.split(",")) {
+        for (String policy : WorkloadOptions.DEFAULT_POLICIES.split(",")) {
             SimulationResult r = run(policy, Pressure.MODERATE);
             assertEquals(WORKLOAD.turnCount(), r.turns(), policy);
             assertEquals(0, r.errors(), policy);

@@ -69,8 +69,29 @@ public final class EngineModel {
     private record Scheduled(EngineRequest request, int tokens) {
     }
 
+    /**
+     * What enters and leaves the prefix cache, as vLLM's KV events report it: a block of {@code request} (its index
+     * in the request's context) registered, or a block evicted. Called on the stepping thread, inside a step.
+     */
+    public interface CacheListener {
+        CacheListener NONE = new CacheListener() {
+            @Override
+            public void stored(EngineRequest request, int block) {
+            }
+
+            @Override
+            public void removed(long hash) {
+            }
+        };
+
+        void stored(EngineRequest request, int block);
+
+        void removed(long hash);
+    }
+
     private final CostConstants costs;
     private final int capacityBlocks;
+    private final CacheListener listener;
     private final ArrayDeque<EngineRequest> waiting = new ArrayDeque<>();
     private final List<EngineRequest> running = new ArrayList<>();
     private final BlockTable cached = new BlockTable();
@@ -86,11 +107,16 @@ public final class EngineModel {
     private long steps;
 
     public EngineModel(CostConstants costs, int capacityBlocks) {
+        this(costs, capacityBlocks, CacheListener.NONE);
+    }
+
+    public EngineModel(CostConstants costs, int capacityBlocks, CacheListener listener) {
         if (capacityBlocks <= 0) {
             throw new IllegalArgumentException("KV capacity must be > 0 blocks, got " + capacityBlocks);
         }
         this.costs = costs;
         this.capacityBlocks = capacityBlocks;
+        this.listener = listener;
     }
 
     /**
@@ -103,6 +129,22 @@ public final class EngineModel {
         }
         waiting.addLast(request);
         return true;
+    }
+
+    /**
+     * Drops {@code request} (a client that went away), its blocks freed into the cache as a finished request's are;
+     * false when it is neither waiting nor running. Call between steps, never between {@link #startStep()} and
+     * {@link #finishStep()}.
+     */
+    public boolean abort(EngineRequest request) {
+        if (waiting.remove(request)) {
+            return true;
+        }
+        if (running.remove(request)) {
+            release(request);
+            return true;
+        }
+        return false;
     }
 
     public boolean hasWork() {
@@ -253,6 +295,7 @@ public final class EngineModel {
         evictable.remove(block);
         cached.remove(block.hash);
         block.registered = false;
+        listener.removed(block.hash);
     }
 
     private void hold(Block block) {
@@ -271,6 +314,7 @@ public final class EngineModel {
                 block.hash = r.blockHashes[b];
                 block.registered = true;
                 cached.put(block.hash, block);
+                listener.stored(r, b);
             }
         }
         r.registeredBlocks = Math.max(r.registeredBlocks, full);
@@ -300,6 +344,19 @@ public final class EngineModel {
 
     private int blocksFor(int tokens) {
         return (tokens + costs.blockSize() - 1) / costs.blockSize();
+    }
+
+    public int runningCount() {
+        return running.size();
+    }
+
+    public int waitingCount() {
+        return waiting.size();
+    }
+
+    /** Blocks held by running requests (cached blocks no request holds count as free, as in vLLM's usage). */
+    public int usedBlocks() {
+        return heldBlocks;
     }
 
     public int capacityBlocks() {

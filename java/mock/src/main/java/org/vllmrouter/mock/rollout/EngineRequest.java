@@ -43,6 +43,20 @@ public final class EngineRequest {
         return hitTokens;
     }
 
+    /** Output tokens generated so far. */
+    public int generated() {
+        return generated;
+    }
+
+    public int outputTokens() {
+        return outputTokens;
+    }
+
+    /** The hash of block {@code index} of the context (everything up to the block's end). */
+    public long blockHash(int index) {
+        return blockHashes[index];
+    }
+
     public int promptTokens() {
         return promptTokens;
     }

@@ -70,6 +70,19 @@ public final class PromptContent {
         return new String(chars);
     }
 
+    /**
+     * Tokens {@code from} to {@code from + tokens} of the own part of the context of session {@code sessionId} (past
+     * its system and task prompts), as text: what a modelled worker answers, so the next turn's prompt extends it.
+     */
+    public static String ownText(String sessionId, int from, int tokens) {
+        long own = stringKey(sessionId);
+        char[] chars = new char[tokens];
+        for (int i = 0; i < tokens; i++) {
+            chars[i] = (char) (FIRST_CHAR + Math.floorMod(token(own, from + i), CHAR_RANGE));
+        }
+        return new String(chars);
+    }
+
     private static long stringKey(String s) {
         long h = 0x9e37_79b9_7f4a_7c15L;
         for (int i = 0; i < s.length(); i++) {

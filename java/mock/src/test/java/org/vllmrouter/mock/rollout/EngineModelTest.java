@@ -148,4 +148,51 @@ class EngineModelTest {
         assertFalse(engine.hasWork());
         assertTrue(engine.submit(request(1, 100, 1)));
     }
+
+    @Test
+    void anAbortedRequestFreesItsBlocksIntoTheCacheAndNeverFinishes() {
+        EngineModel engine = new EngineModel(COSTS, 1_000);
+        EngineRequest left = request(1, 1_000, 500);
+        engine.submit(left);
+        engine.startStep();
+        engine.finishStep();
+        assertTrue(engine.usedBlocks() > 0);
+        assertTrue(engine.abort(left));
+        assertEquals(0, engine.usedBlocks());
+        assertEquals(0, engine.runningCount());
+        assertFalse(engine.hasWork());
+        assertFalse(engine.abort(left), "already gone");
+        EngineRequest again = request(1, 1_000, 1);
+        engine.submit(again);
+        drain(engine, new ArrayList<>());
+        assertEquals(992, again.hitTokens(), "its computed prompt stayed cached");
+    }
+
+    @Test
+    void theListenerHearsEachBlockRegisteredOnceAndEachEviction() {
+        List<Long> stored = new ArrayList<>();
+        List<Long> removed = new ArrayList<>();
+        EngineModel engine = new EngineModel(COSTS, 100, new EngineModel.CacheListener() {
+            @Override
+            public void stored(EngineRequest request, int block) {
+                stored.add(request.blockHash(block));
+            }
+
+            @Override
+            public void removed(long hash) {
+                removed.add(hash);
+            }
+        });
+        engine.submit(request(1, 800, 1));
+        drain(engine, new ArrayList<>());
+        assertEquals(50, stored.size(), "800 prompt tokens fill 50 blocks");
+        assertEquals(List.of(), removed);
+        engine.submit(request(2, 800, 1));
+        drain(engine, new ArrayList<>());
+        assertEquals(100, stored.size());
+        engine.submit(request(3, 800, 1));
+        drain(engine, new ArrayList<>());
+        assertEquals(50, removed.size(), "the third context evicts as many blocks as it needs");
+        assertTrue(stored.subList(0, 50).containsAll(removed), "the least recently freed context goes first");
+    }
 }
