@@ -34,7 +34,7 @@ final class EngineRoutes {
 
     static void answer(ChannelHandlerContext ctx, boolean keepAlive, FullHttpRequest req, String path,
                        JsonNode body, MockWorker worker) {
-        EngineState engine = worker.engine();
+        EngineState engine = worker.engineState();
         if (JSON_BODY.contains(path) && (body == null || !body.isObject())) {
             throw new BadRequestException(path + " needs a JSON object body");
         }

@@ -91,7 +91,7 @@ final class Generation {
             root.set("kv_transfer_params", kvTransferParams());
         }
         root.put("worker_id", worker.id());
-        root.put("weight_version", worker.engine().weightVersion());
+        root.put("weight_version", worker.engineState().weightVersion());
         root.putRawValue("echo", new RawValue(rawBody));
     }
 

@@ -234,18 +234,18 @@ final class MockApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
             return;
         }
         Generation g = new Generation(ir, body, raw, worker);
-        worker.engine().admit(() -> worker.slots().acquire(() -> ctx.executor().execute(() -> {
+        worker.engineState().admit(() -> worker.slots().acquire(() -> ctx.executor().execute(() -> {
             if (ir.stream()) {
                 startStream(ctx, keepAlive, g);
             } else {
-                EngineState.Pending pending = worker.engine().begin(aborted -> ctx.executor().execute(() -> {
+                EngineState.Pending pending = worker.engineState().begin(aborted -> ctx.executor().execute(() -> {
                     try {
                         Replies.json(ctx, keepAlive, 200, aborted ? EngineRoutes.aborted(g.fullAnswer()) : g.fullAnswer());
                     } finally {
                         worker.slots().release();
                     }
                 }));
-                after(ctx, g.prefillMicros() + g.decodeMicros(g.completionTokens()), () -> worker.engine().complete(pending));
+                after(ctx, g.prefillMicros() + g.decodeMicros(g.completionTokens()), () -> worker.engineState().complete(pending));
             }
         })));
     }

@@ -23,7 +23,7 @@ public final class MockWorker {
     private final KvEventPublisher kvEvents;
     private final ModelEngine engine;
     private final ServiceSlots slots;
-    private final EngineState engine = new EngineState();
+    private final EngineState engineState = new EngineState();
     private final ArrayDeque<CapturedRequest> captured = new ArrayDeque<>();
     private final AtomicLong requestCount = new AtomicLong();
     private final AtomicLong acceptedConnections = new AtomicLong();
@@ -105,7 +105,7 @@ public final class MockWorker {
     public void flushCache() { cache.clear(); }
 
     /** Pause state and weight version, as the engine-control routes leave them. */
-    public EngineState engine() { return engine; }
+    public EngineState engineState() { return engineState; }
 
     /** Everything received so far (oldest first, at most {@code capture-limit}). */
     public synchronized List<CapturedRequest> captured() {

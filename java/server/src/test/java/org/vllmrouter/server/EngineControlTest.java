@@ -56,7 +56,7 @@ class EngineControlTest {
     void resumed() throws Exception {
         TestHttp.post(base + "/resume", "", AUTH);
         for (MockWorker w : mock.workers()) {
-            w.engine().failWeightUpdates(false);
+            w.engineState().failWeightUpdates(false);
             w.clearCaptured();
         }
     }
@@ -71,7 +71,7 @@ class EngineControlTest {
         AtomicInteger sentAfterResume = new AtomicInteger();
         AtomicBoolean resumed = new AtomicBoolean();
         AtomicBoolean stop = new AtomicBoolean();
-        long startVersion = mock.worker(0).engine().weightVersion();
+        long startVersion = mock.worker(0).engineState().weightVersion();
         ExecutorService clients = Executors.newFixedThreadPool(sessions);
         List<CompletableFuture<Void>> loops = new ArrayList<>();
         for (int s = 0; s < sessions; s++) {
@@ -127,7 +127,7 @@ class EngineControlTest {
         assertEquals(0, moved.get(), "turns answered by another worker than their session's");
         assertEquals(0, staleAfterResume.get(), "turns sent after the resume answered with old weights");
         for (MockWorker w : mock.workers()) {
-            assertEquals(startVersion + 1, w.engine().weightVersion());
+            assertEquals(startVersion + 1, w.engineState().weightVersion());
         }
     }
 
@@ -188,7 +188,7 @@ class EngineControlTest {
 
     @Test
     void anUpdateThatFailsOnOneWorkerNamesIt() throws Exception {
-        mock.worker(1).engine().failWeightUpdates(true);
+        mock.worker(1).engineState().failWeightUpdates(true);
         HttpResponse<String> r = TestHttp.post(base + "/update_weights", "{\"names\":[\"w\"]}", AUTH);
         assertEquals(502, r.statusCode(), r.body());
         JsonNode body = TestHttp.json(r);
@@ -249,7 +249,7 @@ class EngineControlTest {
         assertEquals(405, TestHttp.get(base + "/pause", AUTH).statusCode());
         for (MockWorker w : mock.workers()) {
             assertTrue(w.captured().stream().noneMatch(c -> !c.path().equals("/health")), w.captured().toString());
-            assertFalse(w.engine().isPaused());
+            assertFalse(w.engineState().isPaused());
         }
         assertEquals(200, TestHttp.post(base + "/v1/completions", "{\"prompt\":\"x\"}").statusCode(),
                 "a refused pause holds nothing");
