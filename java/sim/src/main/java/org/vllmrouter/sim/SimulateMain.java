@@ -33,7 +33,7 @@ import picocli.CommandLine.Option;
 @Command(name = "simulate", mixinStandardHelpOptions = true,
         description = "Replay a rollout batch through the router's policies against modelled vLLM workers.")
 public final class SimulateMain implements Callable<Integer> {
-    static final String DEFAULT_POLICIES = "sticky_least_loaded,kv_aware,cache_aware,round_robin,consistent_hash";
+    static final String DEFAULT_POLICIES = "sticky_least_loaded,sticky_balanced,kv_aware,cache_aware,round_robin,consistent_hash";
     private static final ObjectMapper JSON = new ObjectMapper();
 
     @Option(names = "--policies", split = ",", paramLabel = "NAME",
