@@ -22,7 +22,9 @@ import org.vllmrouter.core.worker.Worker;
  * LeastLoaded}), except that one whose group (its id up to the last separator: SkyRL's {@code
  * {instance_id}_{repetition_id}} gives the instance) was last placed on a candidate joins it while that worker's load
  * exceeds the least by at most {@code groupMargin} times the session's own prompt: the group's shared prompt is then
- * prefilled and held once.
+ * prefilled and held once. When the workers' own load is known ({@link #readLiveLoad}), a worker whose engine
+ * queues requests is projected heavier in proportion: by {@code 1 + waiting / max(1, running)}, so a queue as long as
+ * the running batch doubles it.
  *
  * <p>Footprints live in the session table beside the bindings, so release, expiry, eviction and re-binding keep them
  * right by construction. A table that chooses in a shared store ({@link SessionTable#placesByPolicy()} false: Redis)
@@ -48,6 +50,7 @@ public final class StickyBalancedPolicy implements LoadBalancingPolicy {
     private final Settings settings;
     private final SessionTable.Placement placement = this::place;
     private final ConcurrentHashMap<String, InFlight> inFlight = new ConcurrentHashMap<>();
+    private volatile LiveLoad liveLoad = LiveLoad.NONE;
     /** Group -> the URL its last session was placed on. Used only by {@link #place}, which the table serialises. */
     private final Map<String, String> groupWorkers = new LinkedHashMap<>(16, 0.75f, true) {
         @Override
@@ -87,6 +90,11 @@ public final class StickyBalancedPolicy implements LoadBalancingPolicy {
         }
     }
 
+    /** From now on, places with the workers' own load as {@code live} reports it. */
+    public void readLiveLoad(LiveLoad live) {
+        this.liveLoad = live;
+    }
+
     @Override
     public String name() {
         return PolicyNames.STICKY_BALANCED;
@@ -118,7 +126,8 @@ public final class StickyBalancedPolicy implements LoadBalancingPolicy {
 
     /** Inside the table's atomic step: the least projected load, or the group's worker within the margin. */
     private Worker place(List<Worker> candidates, String sessionId, long tokens, ToLongFunction<String> boundTokens) {
-        ToLongFunction<Worker> load = w -> boundTokens.applyAsLong(w.url()) + inFlightTokens(w.url());
+        LiveLoad live = liveLoad;
+        ToLongFunction<Worker> load = w -> queued(live, w, boundTokens.applyAsLong(w.url()) + inFlightTokens(w.url()));
         Worker least = LeastLoaded.lightest(candidates, load, sessionId);
         String group = groupOf(sessionId);
         if (group == null) {
@@ -153,6 +162,15 @@ public final class StickyBalancedPolicy implements LoadBalancingPolicy {
         }
         int at = sessionId.lastIndexOf(separator);
         return at <= 0 ? null : sessionId.substring(0, at);
+    }
+
+    /** {@code tokens} scaled up by the worker's engine queue, when it reported one lately. */
+    private static long queued(LiveLoad live, Worker w, long tokens) {
+        LiveLoad.Sample s = live.of(w.baseUrl());
+        if (s == null || !(s.waiting() > 0)) {
+            return tokens;
+        }
+        return (long) (tokens * (1 + s.waiting() / Math.max(1, s.running())));
     }
 
     private long inFlightTokens(String url) {

@@ -92,6 +92,19 @@ class StickyBalancedPolicyTest {
     }
 
     @Test
+    void aWorkerWhoseEngineQueuesIsProjectedHeavier() {
+        StickyBalancedPolicy p = policy(0, "");
+        List<Worker> two = List.of(a, b);
+        complete(p, List.of(a), "on-a", 1_000);
+        complete(p, List.of(b), "on-b", 1_200);
+        assertSame(a, p.select(two, turn("before", 10)), "by tokens alone a is the lighter");
+        p.onComplete(a, true);
+        table.release("before");
+        p.readLiveLoad(url -> url.equals(a.baseUrl()) ? new LiveLoad.Sample(4, 8, 0.9) : null);
+        assertSame(b, p.select(two, turn("after", 10)), "a's queue, half its batch, makes it 1,500");
+    }
+
+    @Test
     void aGroupJoinsItsWorkerWithinTheMarginAndLeavesItBeyond() {
         StickyBalancedPolicy p = policy(2, "_");
         Worker first = complete(p, workers, "task7_0", 1_000);
