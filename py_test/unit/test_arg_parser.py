@@ -218,6 +218,7 @@ class TestPolicyFromStr:
         ("consistent_hash", PolicyType.ConsistentHash),
         ("sticky_least_loaded", PolicyType.StickyLeastLoaded),
         ("rendezvous_hash", PolicyType.RendezvousHash),
+        ("sticky_balanced", PolicyType.StickyBalanced),
     ])
     def test_mapping(self, name, member):
         assert policy_from_str(name) is member
@@ -260,7 +261,7 @@ class TestParseRouterArgs:
         assert parse_router_args(["--worker-urls"]).worker_urls == []
 
     @pytest.mark.parametrize("flag", ["--policy", "--prefill-policy", "--decode-policy"])
-    @pytest.mark.parametrize("policy", ["sticky_least_loaded", "rendezvous_hash"])
+    @pytest.mark.parametrize("policy", ["sticky_least_loaded", "rendezvous_hash", "sticky_balanced"])
     def test_session_policies_accepted(self, flag, policy):
         assert getattr(parse_router_args([flag, policy]), flag[2:].replace("-", "_")) == policy
 

@@ -66,7 +66,7 @@ def test_choices_are_the_flag_choices():
 def test_policy_type_is_upstreams_enum_over_the_policy_choices():
     assert [p.name for p in PolicyType] == [
         "Random", "RoundRobin", "CacheAware", "KvAware", "PowerOfTwo", "ConsistentHash", "StickyLeastLoaded",
-        "RendezvousHash",
+        "RendezvousHash", "StickyBalanced",
     ]
     assert [p.value for p in PolicyType] == POLICY_CHOICES
     assert [policy_from_str(name) for name in POLICY_CHOICES] == list(PolicyType)

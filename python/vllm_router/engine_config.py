@@ -14,8 +14,8 @@ from .router_args import FIELD_REFUSALS, RouterArgs, parse_router_args, router_a
 
 
 class PolicyType(enum.Enum):
-    """Load-balancing policies: the members of upstream's `vllm_router_rs.PolicyType`, spelled
-    out so that type checkers see them. Their values are `router_args.POLICY_CHOICES`, in order
+    """Load-balancing policies: the members of upstream's `vllm_router_rs.PolicyType`, then this
+    router's own (StickyBalanced), spelled out so that type checkers see them. Their values are `router_args.POLICY_CHOICES`, in order
     (py_test/unit/test_config_contract.py holds the two together)."""
 
     Random = "random"
@@ -26,6 +26,7 @@ class PolicyType(enum.Enum):
     ConsistentHash = "consistent_hash"
     StickyLeastLoaded = "sticky_least_loaded"
     RendezvousHash = "rendezvous_hash"
+    StickyBalanced = "sticky_balanced"
 
 
 def policy_from_str(policy_str: str | None) -> PolicyType | None:

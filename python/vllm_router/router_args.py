@@ -29,6 +29,7 @@ POLICY_CHOICES = [
     "consistent_hash",
     "sticky_least_loaded",
     "rendezvous_hash",
+    "sticky_balanced",
 ]
 LOG_LEVEL_CHOICES = ["debug", "info", "warning", "error", "critical"]
 KV_CONNECTOR_CHOICES = ["nixl", "mooncake", "moriio"]
@@ -181,6 +182,10 @@ class RouterArgs:
     kv_penalty_external: float = 0.6
     kv_penalty_disk: float = 0.3
     kv_aware_session_affinity_ttl_secs: int | None = None
+
+    # sticky_balanced
+    sticky_balanced_group_margin: float = 1.0
+    sticky_balanced_group_separator: str = "_"
     kv_event_source: list[str] = field(default_factory=list)
     kv_event_replay_source: list[str] = field(default_factory=list)
     kv_event_block_size: int = 16
@@ -399,6 +404,16 @@ class RouterArgs:
                             help="kv_aware: credit of a prefix block on disk, 0.0-1.0")
         parser.add_argument(f"--{p}kv-aware-session-affinity-ttl-secs", type=int, default=None,
                             help="kv_aware: keep a session on its worker while idle at most this long")
+        parser.add_argument(f"--{p}sticky-balanced-group-margin", type=float,
+                            default=RouterArgs.sticky_balanced_group_margin,
+                            help="sticky_balanced: a new session joins its group's worker while that worker's "
+                                 "projected load exceeds the least loaded one's by at most this many times the "
+                                 "session's prompt (0: only when it is the least loaded)")
+        parser.add_argument(f"--{p}sticky-balanced-group-separator", type=str,
+                            default=RouterArgs.sticky_balanced_group_separator,
+                            help="sticky_balanced: a session's group is its id up to the last occurrence of this "
+                                 "text (SkyRL's '{instance_id}_{repetition_id}' gives the instance id); "
+                                 "empty: no groups")
         parser.add_argument(f"--{p}kv-event-source",
                             action="append", default=[], metavar="WORKER_URL=ENDPOINT[,ENDPOINT...]",
                             help="kv_aware: a worker's KV event endpoints (one per DP rank)")

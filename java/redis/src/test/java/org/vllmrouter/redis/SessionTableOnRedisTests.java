@@ -21,6 +21,8 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
+import org.vllmrouter.core.policy.RoutingRequest;
+import org.vllmrouter.core.policy.StickyBalancedPolicy;
 import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.session.SessionStoreException;
 import org.vllmrouter.core.session.SessionTable;
@@ -290,5 +292,25 @@ abstract class SessionTableOnRedisTests {
         assertEquals(1, a.activeOnWorker());
         assertEquals("string", redis.cli("TYPE", keys.binding("odd")));
         assertEquals(1, table.stats().activeSessions());
+    }
+
+    /**
+     * sticky_balanced over a shared store: the store keeps choosing new bindings (fewest sessions) and keeps no
+     * weights, and the policy's contract holds on every replica: a session stays where the store bound it, a finish
+     * on one replica releases it everywhere.
+     */
+    @Test
+    void stickyBalancedKeepsItsContractOnASharedStore() throws Exception {
+        SessionTable table = replica().table("default");
+        assertFalse(table.placesByPolicy());
+        StickyBalancedPolicy a = new StickyBalancedPolicy(table, StickyBalancedPolicy.Settings.DEFAULTS);
+        StickyBalancedPolicy b = new StickyBalancedPolicy(replica().table("default"),
+                StickyBalancedPolicy.Settings.DEFAULTS);
+        RoutingRequest turn = RoutingRequest.of("task_0", "m", "x".repeat(4_000));
+        Worker bound = a.select(workers, turn);
+        assertSame(bound, a.select(workers, turn));
+        assertEquals(bound.url(), b.select(workers, turn).url());
+        b.finishSession("task_0");
+        assertEquals(0, a.sessionStats().activeSessions());
     }
 }

@@ -35,6 +35,7 @@ import org.vllmrouter.core.config.StaticKvSources;
 import org.vllmrouter.core.policy.KvAwarePolicy;
 import org.vllmrouter.core.policy.LoadBalancingPolicy;
 import org.vllmrouter.core.policy.PolicyRegistry;
+import org.vllmrouter.core.policy.StickyBalancedPolicy;
 import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.session.SessionStore;
 import org.vllmrouter.core.session.SessionStoreException;
@@ -70,6 +71,7 @@ import org.vllmrouter.server.worker.HealthChecker;
 import org.vllmrouter.server.worker.StartupWait;
 import org.vllmrouter.server.worker.DiscoveredWorkerSink;
 import org.vllmrouter.server.worker.WorkerFactory;
+import org.vllmrouter.server.worker.WorkerLoadScraper;
 
 /**
  * A running router, and where its parts are put together: the HTTP listener (the inbound pipeline of package
@@ -86,6 +88,8 @@ public final class RouterServer implements AutoCloseable {
     static final Duration DRAIN_TIMEOUT = Duration.ofSeconds(30);
     /** Idle sessions are swept off the routing path this often, a bounded batch per policy at a time. */
     private static final int SWEEP_INTERVAL_SECS = 10;
+    /** How often sticky_balanced's inputs are read from the workers' /metrics (vLLM updates its gauges per step). */
+    private static final Duration LOAD_SCRAPE_INTERVAL = Duration.ofSeconds(1);
     private static final int SWEEP_BATCH = 10_000;
     /**
      * Large enough that a trainer's burst of thousands of connections drains in a few wake-ups, small enough that one
@@ -232,6 +236,7 @@ public final class RouterServer implements AutoCloseable {
                     settings.health().checkTimeoutSecs());
             healthChecker.start();
             parts.add(healthChecker::close);
+            readLiveLoad(policies, workers, client, control, parts);
             WorkerDiscovery discovery;
             try {
                 discovery = WorkerDiscovery.start(settings.discovery(),
@@ -277,6 +282,21 @@ public final class RouterServer implements AutoCloseable {
             }
             throw e;
         }
+    }
+
+    /** sticky_balanced instances read the workers' own load; routers without one scrape nothing. */
+    private static void readLiveLoad(PolicyRegistry policies, WorkerRegistry workers, ControlClient client,
+                                     EventLoop control, StartedParts parts) {
+        List<StickyBalancedPolicy> balanced = policies.all().stream().filter(StickyBalancedPolicy.class::isInstance)
+                .map(StickyBalancedPolicy.class::cast).toList();
+        if (balanced.isEmpty()) {
+            return;
+        }
+        WorkerLoadScraper scraper = new WorkerLoadScraper(workers, client, control, LOAD_SCRAPE_INTERVAL,
+                System::nanoTime);
+        scraper.start();
+        parts.add(scraper::close);
+        balanced.forEach(p -> p.readLiveLoad(scraper));
     }
 
     /**

@@ -13,6 +13,7 @@ import org.vllmrouter.core.config.StartEnvironment;
 import org.vllmrouter.core.policy.CacheAwarePolicy;
 import org.vllmrouter.core.policy.LoadBalancingPolicy;
 import org.vllmrouter.core.policy.Policies;
+import org.vllmrouter.core.policy.PolicySettings;
 import org.vllmrouter.core.policy.PrefixResidency;
 import org.vllmrouter.core.policy.RoutingRequest;
 import org.vllmrouter.core.session.Extraction;
@@ -36,7 +37,7 @@ import org.vllmrouter.mock.rollout.Turn;
  * their configured intervals.
  *
  * <p>The router's side is kept as the server keeps it: a worker's load is its in-flight turns, a turn's session id
- * comes from its {@code X-Session-ID} header, kv_aware is told each worker's cached prefix of the prompt (what the
+ * comes from its {@code X-Session-ID} header, its body's size is what a real body of its prompt tokens would be, kv_aware is told each worker's cached prefix of the prompt (what the
  * workers' KV events would have reported, here without delay), and a trajectory's session is released when it ends,
  * as SkyRL's {@code finally} does.
  */
@@ -104,26 +105,29 @@ public final class RolloutSimulation {
             engines[i] = new EngineModel(prepared.costs(), blocksPerWorker);
         }
         this.choresIntervalSecs = RouterConfig.defaults().evictionIntervalSecs();
-        RouterSettings settings = withoutBackgroundEviction();
+        RouterSettings settings = defaultSettings();
         SessionSettings sessions = settings.sessions();
-        this.policy = Policies.create(policyName, settings.policies(),
+        this.policy = Policies.create(policyName, withoutBackgroundEviction(settings.policies()),
                 () -> new InMemorySessionTable(sessions.ttl(), sessions.maxSessions(), this::nanoTime));
     }
 
-    /**
-     * The default settings (with the session TTL from this process's environment, as a router takes it), except that
-     * cache_aware's eviction is left to the loop's chores event. The configured policy is not cache_aware (each run
-     * names its own policy to {@link Policies#create}), because a router that runs cache_aware refuses an eviction
-     * interval of 0.
-     */
-    private static RouterSettings withoutBackgroundEviction() {
+    /** The default settings, with the session TTL from this process's environment, as a router takes it. */
+    private static RouterSettings defaultSettings() {
         try {
-            return RouterSettings.of(RouterConfig.fromJson(
-                    "{\"policy\": \"round_robin\", \"eviction_interval_secs\": 0}"),
-                    StartEnvironment.current());
+            return RouterSettings.of(RouterConfig.defaults(), StartEnvironment.current());
         } catch (ConfigException e) {
             throw new IllegalStateException("the default configuration was refused: " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * {@code p} with cache_aware's eviction left to the loop's chores event: the interval is cleared after validation,
+     * since a router refuses 0 for cache_aware and the simulator's background is its own event loop.
+     */
+    private static PolicySettings withoutBackgroundEviction(PolicySettings p) {
+        CacheAwarePolicy.Settings c = p.cacheAware();
+        return p.withCacheAware(new CacheAwarePolicy.Settings(c.cacheThreshold(), c.balanceAbsThreshold(),
+                c.balanceRelThreshold(), 0, c.maxTreeSize()));
     }
 
     private long nanoTime() {
@@ -175,7 +179,9 @@ public final class RolloutSimulation {
         turns++;
         RoutingRequest request = RoutingRequest.of(new Extraction(t.sessionId(), null, null),
                 HeaderLookup.of(Map.of("x-session-id", t.sessionId())),
-                () -> PromptContent.text(t, turn.promptTokens()));
+                () -> PromptContent.text(t, turn.promptTokens()),
+                // The size a real body of this many tokens has, so the router's estimate reads them back.
+                (long) turn.promptTokens() * RoutingRequest.BODY_BYTES_PER_TOKEN);
         if (policy.usesPrefixResidency()) {
             request.withPrefix(residency(run.hashes, turn.promptTokens()));
         }

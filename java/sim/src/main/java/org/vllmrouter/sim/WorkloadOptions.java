@@ -21,7 +21,7 @@ import picocli.CommandLine.Option;
  * from a seed, or read from a trace). Each check throws {@link BadInput} with the whole error line.
  */
 final class WorkloadOptions {
-    static final String DEFAULT_POLICIES = "sticky_least_loaded,kv_aware,cache_aware,round_robin,consistent_hash";
+    static final String DEFAULT_POLICIES = "sticky_least_loaded,sticky_balanced,kv_aware,cache_aware,round_robin,consistent_hash";
 
     @Option(names = "--policies", split = ",", paramLabel = "NAME",
             description = "Policies to compare (default: " + DEFAULT_POLICIES + ").")

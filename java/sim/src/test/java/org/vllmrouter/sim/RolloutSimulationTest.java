@@ -43,6 +43,9 @@ class RolloutSimulationTest {
         assertTrue(sticky.prefixHitRate() > roundRobin.prefixHitRate() + 0.2,
                 sticky.prefixHitRate() + " vs " + roundRobin.prefixHitRate());
         assertTrue(sticky.recomputedTokens() * 10 < roundRobin.recomputedTokens());
+        SimulationResult balanced = run("sticky_balanced", Pressure.LOW);
+        assertTrue(balanced.prefixHitRate() > roundRobin.prefixHitRate() + 0.2,
+                balanced.prefixHitRate() + " vs " + roundRobin.prefixHitRate());
     }
 
     @Test

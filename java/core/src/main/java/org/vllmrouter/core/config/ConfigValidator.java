@@ -163,6 +163,10 @@ final class ConfigValidator {
             validateKvAware(c);
             return;
         }
+        if (policy.equals(PolicyNames.STICKY_BALANCED)) {
+            validateStickyBalanced(c);
+            return;
+        }
         if (!policy.equals(PolicyNames.CACHE_AWARE)) {
             return;
         }
@@ -416,6 +420,12 @@ final class ConfigValidator {
         penalty("kv_penalty_host", c.kvPenaltyHost());
         penalty("kv_penalty_external", c.kvPenaltyExternal());
         penalty("kv_penalty_disk", c.kvPenaltyDisk());
+    }
+
+    private static void validateStickyBalanced(RouterConfig c) throws ConfigException {
+        if (!(Double.isFinite(c.stickyBalancedGroupMargin()) && c.stickyBalancedGroupMargin() >= 0.0)) {
+            throw invalid("sticky_balanced_group_margin", c.stickyBalancedGroupMargin(), "Must be finite and >= 0.0");
+        }
     }
 
     private static void penalty(String field, double value) throws ConfigException {

@@ -16,6 +16,7 @@ public final class PolicyNames {
     public static final String CONSISTENT_HASH = "consistent_hash";
     public static final String STICKY_LEAST_LOADED = "sticky_least_loaded";
     public static final String RENDEZVOUS_HASH = "rendezvous_hash";
+    public static final String STICKY_BALANCED = "sticky_balanced";
 
     /** Every accepted name, in the order the flag lists them. */
     public static final List<String> ALL = ConfigContract.get().field("policy").choices();

@@ -83,6 +83,8 @@ public record RouterConfig(
         double kvPenaltyExternal,
         double kvPenaltyDisk,
         Integer kvAwareSessionAffinityTtlSecs,
+        double stickyBalancedGroupMargin,
+        String stickyBalancedGroupSeparator,
         List<String> kvEventSource,
         List<String> kvEventReplaySource,
         int kvEventBlockSize,

@@ -19,7 +19,9 @@ public final class Policies {
             PolicyNames.POWER_OF_TWO, (cfg, sessions) -> new PowerOfTwoPolicy(),
             PolicyNames.CONSISTENT_HASH, (cfg, sessions) -> new ConsistentHashPolicy(),
             PolicyNames.STICKY_LEAST_LOADED, (cfg, sessions) -> new StickyLeastLoadedPolicy(sessions.get()),
-            PolicyNames.RENDEZVOUS_HASH, (cfg, sessions) -> new RendezvousHashPolicy());
+            PolicyNames.RENDEZVOUS_HASH, (cfg, sessions) -> new RendezvousHashPolicy(),
+            PolicyNames.STICKY_BALANCED,
+            (cfg, sessions) -> new StickyBalancedPolicy(sessions.get(), cfg.stickyBalanced()));
 
     private Policies() {
     }

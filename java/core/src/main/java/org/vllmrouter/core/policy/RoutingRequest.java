@@ -1,33 +1,48 @@
 package org.vllmrouter.core.policy;
 
+import java.nio.charset.StandardCharsets;
 import java.util.function.Supplier;
 import org.vllmrouter.core.session.Extraction;
 import org.vllmrouter.core.session.HeaderLookup;
 
-/** What a policy may look at: the extracted session id and model, the headers, and the body text. */
+/** What a policy may look at: the extracted session id and model, the headers, and the body (its size and text). */
 public final class RoutingRequest {
+    /**
+     * UTF-8 bytes of a request body per prompt token, for {@link #promptTokens()}: English text runs about four
+     * characters a token, and the JSON around the messages is small next to a long prompt.
+     */
+    public static final int BODY_BYTES_PER_TOKEN = 4;
+
     private final String sessionId;
     private final String model;
     private final HeaderLookup headers;
     private final Supplier<String> textSource;
+    private final long bodyBytes;
     private String text;
     private PrefixResidency prefix = PrefixResidency.UNKNOWN;
 
-    private RoutingRequest(String sessionId, String model, HeaderLookup headers, Supplier<String> textSource) {
+    private RoutingRequest(String sessionId, String model, HeaderLookup headers, Supplier<String> textSource,
+                           long bodyBytes) {
         this.sessionId = sessionId;
         this.model = model;
         this.headers = headers == null ? HeaderLookup.NONE : headers;
         this.textSource = textSource;
+        this.bodyBytes = bodyBytes;
     }
 
-    /** {@code text} is decoded only if a policy asks for it, and at most once. */
-    public static RoutingRequest of(Extraction extraction, HeaderLookup headers, Supplier<String> text) {
-        return new RoutingRequest(extraction.sessionId(), extraction.model(), headers, text);
+    /**
+     * {@code text} is decoded only if a policy asks for it, and at most once; {@code bodyBytes} is the body's size
+     * as received.
+     */
+    public static RoutingRequest of(Extraction extraction, HeaderLookup headers, Supplier<String> text,
+                                    long bodyBytes) {
+        return new RoutingRequest(extraction.sessionId(), extraction.model(), headers, text, bodyBytes);
     }
 
-    /** A request with just a session id (may be null) and a body text; for tests and benchmarks. */
+    /** A request with just a session id (may be null) and a body text (sized in UTF-8); for tests and benchmarks. */
     public static RoutingRequest of(String sessionId, String model, String text) {
-        return new RoutingRequest(sessionId, model, HeaderLookup.NONE, () -> text);
+        return new RoutingRequest(sessionId, model, HeaderLookup.NONE, () -> text,
+                text.getBytes(StandardCharsets.UTF_8).length);
     }
 
     /** Null when the request belongs to no session. */
@@ -38,6 +53,19 @@ public final class RoutingRequest {
     /** The request's top-level model, null when it names none. */
     public String model() {
         return model;
+    }
+
+    /** The body's size in bytes. */
+    public long bodyBytes() {
+        return bodyBytes;
+    }
+
+    /**
+     * An estimate of the prompt's tokens from the body's size alone ({@link #BODY_BYTES_PER_TOKEN}): no parse, so
+     * it costs nothing on the routing path; a policy compares it between requests, where a constant factor cancels.
+     */
+    public long promptTokens() {
+        return bodyBytes / BODY_BYTES_PER_TOKEN;
     }
 
     public HeaderLookup headers() {

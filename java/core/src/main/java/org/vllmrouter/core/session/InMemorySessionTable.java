@@ -66,6 +66,8 @@ public final class InMemorySessionTable implements SessionTable {
         final String sessionId;
         final String pool;
         WorkerSessions worker;
+        /** The weight a placing policy gave it (its last prompt's tokens); 0 under sticky_least_loaded. */
+        long tokens;
         long lastUsedNanos;
         long queuedNanos;
         Binding older;
@@ -81,6 +83,7 @@ public final class InMemorySessionTable implements SessionTable {
     private static final class WorkerSessions {
         final String url;
         int count;
+        long tokens;
 
         WorkerSessions(String url) {
             this.url = url;
@@ -117,6 +120,13 @@ public final class InMemorySessionTable implements SessionTable {
 
     @Override
     public Assignment route(String pool, String sessionId, List<Worker> candidates) {
+        return route(pool, sessionId, candidates, null, 0);
+    }
+
+    /** {@code placement} null: the fewest sessions ({@link LeastLoaded#choose}), as {@link #route(String, String, List)}. */
+    @Override
+    public Assignment route(String pool, String sessionId, List<Worker> candidates, Placement placement,
+                            long tokens) {
         Objects.requireNonNull(pool, "pool");
         Objects.requireNonNull(sessionId, "sessionId");
         if (candidates.isEmpty()) {
@@ -137,6 +147,8 @@ public final class InMemorySessionTable implements SessionTable {
                 if (now - b.lastUsedNanos < ttlNanos) {
                     Worker current = find(candidates, b.worker.url);
                     if (current != null) {
+                        b.worker.tokens += tokens - b.tokens;
+                        b.tokens = tokens;
                         b.lastUsedNanos = now;
                         if (now - b.queuedNanos >= requeueGranularityNanos) {
                             requeue(b, now);
@@ -165,13 +177,33 @@ public final class InMemorySessionTable implements SessionTable {
                 started++;
                 active++;
             }
-            Worker chosen = LeastLoaded.choose(candidates, this::countOf, sessionId);
+            Worker chosen = placement == null ? LeastLoaded.choose(candidates, this::countOf, sessionId)
+                    : placement.place(candidates, sessionId, tokens, this::tokensOf);
             WorkerSessions ws = byWorker.computeIfAbsent(chosen.url(), WorkerSessions::new);
             ws.count++;
+            ws.tokens += tokens;
+            b.tokens = tokens;
             b.worker = ws;
             b.lastUsedNanos = now;
             requeue(b, now);
             return new Assignment(chosen, outcome, ws.count);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public boolean placesByPolicy() {
+        return true;
+    }
+
+    /** Per worker URL, the tokens its bound sessions carry (their weights); workers without sessions are absent. */
+    public Map<String, Long> boundTokens() {
+        lock.lock();
+        try {
+            Map<String, Long> perWorker = new HashMap<>();
+            byWorker.forEach((url, ws) -> perWorker.put(url, ws.tokens));
+            return perWorker;
         } finally {
             lock.unlock();
         }
@@ -231,12 +263,14 @@ public final class InMemorySessionTable implements SessionTable {
     /**
      * Checks the table's structure (for tests, after every step, as Caffeine validates its caches): the queue's
      * links agree both ways and its queue times never go backwards, every queued binding is indexed by its id
-     * (one per pool) and nothing else is, and each worker's count is the number of its bindings, never zero.
+     * (one per pool) and nothing else is, and each worker's count is the number of its bindings, never zero, and its
+     * tokens the sum of theirs.
      */
     void checkStructure() {
         lock.lock();
         try {
             Map<WorkerSessions, Integer> perWorker = new HashMap<>();
+            Map<WorkerSessions, Long> tokensPerWorker = new HashMap<>();
             long queued = 0;
             Binding older = null;
             for (Binding b = oldest; b != null; older = b, b = b.newer) {
@@ -253,6 +287,7 @@ public final class InMemorySessionTable implements SessionTable {
                 }
                 require(indexed, b.sessionId + " is queued but not indexed");
                 perWorker.merge(b.worker, 1, Integer::sum);
+                tokensPerWorker.merge(b.worker, b.tokens, Long::sum);
                 queued++;
             }
             require(older == newest, "the queue's tail is not its newest binding");
@@ -269,6 +304,8 @@ public final class InMemorySessionTable implements SessionTable {
             for (WorkerSessions ws : byWorker.values()) {
                 require(ws.count > 0 && ws.count == perWorker.getOrDefault(ws, 0),
                         ws.url + " counts " + ws.count + " sessions, holds " + perWorker.getOrDefault(ws, 0));
+                require(ws.tokens == tokensPerWorker.getOrDefault(ws, 0L),
+                        ws.url + " counts " + ws.tokens + " tokens, holds " + tokensPerWorker.getOrDefault(ws, 0L));
             }
         } finally {
             lock.unlock();
@@ -315,6 +352,11 @@ public final class InMemorySessionTable implements SessionTable {
         return b.lastUsedNanos > b.queuedNanos;
     }
 
+    private long tokensOf(String url) {
+        WorkerSessions ws = byWorker.get(url);
+        return ws == null ? 0 : ws.tokens;
+    }
+
     private int countOf(String url) {
         WorkerSessions ws = byWorker.get(url);
         return ws == null ? 0 : ws.count;
@@ -327,9 +369,13 @@ public final class InMemorySessionTable implements SessionTable {
     private void unbindWorker(Binding b) {
         WorkerSessions ws = b.worker;
         b.worker = null;
-        if (ws != null && --ws.count == 0) {
-            byWorker.remove(ws.url);
+        if (ws != null) {
+            ws.tokens -= b.tokens;
+            if (--ws.count == 0) {
+                byWorker.remove(ws.url);
+            }
         }
+        b.tokens = 0;
     }
 
     private void removeFromIndex(Binding b) {

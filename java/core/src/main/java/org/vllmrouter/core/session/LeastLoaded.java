@@ -3,6 +3,7 @@ package org.vllmrouter.core.session;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.ToIntFunction;
+import java.util.function.ToLongFunction;
 import org.vllmrouter.core.hash.Rendezvous;
 import org.vllmrouter.core.worker.Worker;
 
@@ -53,6 +54,31 @@ public final class LeastLoaded {
         }
         // One least-loaded candidate (the common case under load): no hashing.
         return ties == 1 ? first : tieBreak(fewest(candidates, sessionsOf), key);
+    }
+
+    /**
+     * The candidate with the least {@code loadOf}, ties broken as {@link #tieBreak} breaks them: the same rule as
+     * {@link #choose} over another measure of load (sticky_balanced's projected tokens).
+     */
+    public static Worker lightest(List<Worker> candidates, ToLongFunction<Worker> loadOf, String key) {
+        long min = Long.MAX_VALUE;
+        List<Worker> least = null;
+        Worker first = null;
+        for (Worker w : candidates) {
+            long n = loadOf.applyAsLong(w);
+            if (n < min) {
+                min = n;
+                first = w;
+                least = null;
+            } else if (n == min) {
+                if (least == null) {
+                    least = new ArrayList<>();
+                    least.add(first);
+                }
+                least.add(w);
+            }
+        }
+        return least == null ? first : tieBreak(least, key);
     }
 
     /** Among equally loaded candidates: the highest rendezvous weight of {@code key}, the earlier one on a tie. */

@@ -1,6 +1,7 @@
 package org.vllmrouter.core.session;
 
 import java.util.List;
+import java.util.function.ToLongFunction;
 import org.vllmrouter.core.worker.Worker;
 
 /**
@@ -36,6 +37,36 @@ public interface SessionTable {
      * ({@link LeastLoaded}). Lookup, choice and reservation are one atomic step.
      */
     Assignment route(String pool, String sessionId, List<Worker> candidates);
+
+    /**
+     * How a policy places a new or re-bound session itself: called inside {@link #route}'s atomic step, one call at a
+     * time per table, so a placement and the reservation it leads to cannot interleave with another.
+     */
+    @FunctionalInterface
+    interface Placement {
+        /**
+         * The candidate (one of {@code candidates}) that session {@code sessionId}, weighing {@code tokens}, is bound
+         * to; {@code tokensOf} gives each worker URL's bound tokens (the sum of its sessions' weights) as the table
+         * holds them, without this session.
+         */
+        Worker place(List<Worker> candidates, String sessionId, long tokens, ToLongFunction<String> tokensOf);
+    }
+
+    /**
+     * {@link #route}, where a new or re-bound session goes where {@code placement} says, and the binding carries
+     * {@code tokens} (a session's last prompt: its weight in {@link Placement#place}'s per-worker sums), set on every
+     * request of the session. Tables that choose inside a shared store keep their own rule (the fewest sessions) and
+     * no weights: {@link #placesByPolicy()} says which kind this table is.
+     */
+    default Assignment route(String pool, String sessionId, List<Worker> candidates, Placement placement,
+                             long tokens) {
+        return route(pool, sessionId, candidates);
+    }
+
+    /** True when {@link #route(String, String, List, Placement, long)} honours the placement and the weights. */
+    default boolean placesByPolicy() {
+        return false;
+    }
 
     /** The candidates holding the fewest sessions, in candidate order; changes nothing. */
     List<Worker> leastLoaded(List<Worker> candidates);

@@ -84,8 +84,8 @@ class ConfigValidatorTest {
             "{\"cb_success_threshold\": 0}                | Invalid value for field 'circuit_breaker.success_threshold': 0 - Must be >= 1",
             "{\"cb_timeout_duration_secs\": 0}            | Invalid value for field 'circuit_breaker.timeout_duration_secs': 0 - Must be > 0",
             "{\"cb_window_duration_secs\": 0}             | Invalid value for field 'circuit_breaker.window_duration_secs': 0 - Must be > 0",
-            "{\"policy\": \"least_busy\"}                 | Invalid value for field 'policy': least_busy - Unknown policy; expected one of random, round_robin, cache_aware, kv_aware, power_of_two, consistent_hash, sticky_least_loaded, rendezvous_hash",
-            "{\"decode_policy\": \"Sticky\"}              | Invalid value for field 'decode_policy': Sticky - Unknown policy; expected one of random, round_robin, cache_aware, kv_aware, power_of_two, consistent_hash, sticky_least_loaded, rendezvous_hash",
+            "{\"policy\": \"least_busy\"}                 | Invalid value for field 'policy': least_busy - Unknown policy; expected one of random, round_robin, cache_aware, kv_aware, power_of_two, consistent_hash, sticky_least_loaded, rendezvous_hash, sticky_balanced",
+            "{\"decode_policy\": \"Sticky\"}              | Invalid value for field 'decode_policy': Sticky - Unknown policy; expected one of random, round_robin, cache_aware, kv_aware, power_of_two, consistent_hash, sticky_least_loaded, rendezvous_hash, sticky_balanced",
             "{\"port\": 70000}                            | Invalid value for field 'port': 70000 - Port must be between 0 and 65535 (0 picks a free port)",
             "{\"queue_size\": -1}                         | Invalid value for field 'queue_size': -1 - Must be >= 0",
             "{\"intra_node_data_parallel_size\": 0}       | Invalid value for field 'intra_node_data_parallel_size': 0 - Must be > 0",
@@ -132,6 +132,8 @@ class ConfigValidatorTest {
         "{\"policy\": \"kv_aware\", \"router_temperature\": -1}|Configuration validation failed: Invalid value for field 'router_temperature': -1 - Must be finite and >= 0.0",
         "{\"policy\": \"kv_aware\", \"kv_penalty_host\": 1.5}|Configuration validation failed: Invalid value for field 'kv_penalty_host': 1.5 - Must be finite and between 0.0 and 1.0",
         "{\"prefill_policy\": \"kv_aware\", \"vllm_pd_disaggregation\": true, \"prefill_urls\": [[\"http://p:1\", null]], \"decode_urls\": [\"http://d:1\"], \"kv_penalty_disk\": -0.1}|Configuration validation failed: Invalid value for field 'kv_penalty_disk': -0.1 - Must be finite and between 0.0 and 1.0",
+        "{\"policy\": \"sticky_balanced\", \"sticky_balanced_group_margin\": -0.5}|Configuration validation failed: Invalid value for field 'sticky_balanced_group_margin': -0.5 - Must be finite and >= 0.0",
+        "{\"prefill_policy\": \"sticky_balanced\", \"vllm_pd_disaggregation\": true, \"prefill_urls\": [[\"http://p:1\", null]], \"decode_urls\": [\"http://d:1\"], \"sticky_balanced_group_margin\": -1}|Configuration validation failed: Invalid value for field 'sticky_balanced_group_margin': -1 - Must be finite and >= 0.0",
     })
     void zeroOneSeventeenFlagsThisRouterDoesNotImplementAreRefusedAtStart(String json, String message) {
         ConfigException e = assertThrows(ConfigException.class,
@@ -216,6 +218,13 @@ class ConfigValidatorTest {
     void kvAwareParametersAreCheckedOnlyWhenKvAwareIsUsed() throws Exception {
         RouterConfig.fromJson("{\"worker_urls\": [\"http://a:1\"], \"router_temperature\": -1, \"kv_penalty_host\": 2}")
                 .validate();
+    }
+
+    @Test
+    void stickyBalancedParametersAreCheckedOnlyWhenStickyBalancedIsUsed() throws Exception {
+        RouterConfig.fromJson("{\"worker_urls\": [\"http://a:1\"], \"sticky_balanced_group_margin\": -1}").validate();
+        RouterConfig.fromJson("{\"worker_urls\": [\"http://a:1\"], \"policy\": \"sticky_balanced\", "
+                + "\"sticky_balanced_group_margin\": 0, \"sticky_balanced_group_separator\": \"\"}").validate();
     }
 
     @ParameterizedTest

@@ -34,7 +34,7 @@ class HashingPoliciesTest {
 
     private static RoutingRequest request(Map<String, String> headers, String body) {
         HeaderLookup h = HeaderLookup.of(headers);
-        return RoutingRequest.of(SessionIdExtractor.UPSTREAM.extract(h, BodySource.of(body)), h, () -> body);
+        return RoutingRequest.of(SessionIdExtractor.UPSTREAM.extract(h, BodySource.of(body)), h, () -> body, body.length());
     }
 
     @Test

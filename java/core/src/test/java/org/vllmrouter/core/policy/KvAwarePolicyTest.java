@@ -102,7 +102,7 @@ class KvAwarePolicyTest {
     /** A request of a session named by {@code header} (or by nothing when null), with a body text. */
     private static RoutingRequest turn(String header, String id, String body, PrefixResidency prefix) {
         HeaderLookup headers = header == null ? HeaderLookup.NONE : HeaderLookup.of(Map.of(header, id));
-        return RoutingRequest.of(Extraction.NONE, headers, () -> body).withPrefix(prefix);
+        return RoutingRequest.of(Extraction.NONE, headers, () -> body, body.length()).withPrefix(prefix);
     }
 
     private static Known heldBy(String url) {

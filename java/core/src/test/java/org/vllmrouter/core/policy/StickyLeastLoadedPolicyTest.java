@@ -50,12 +50,12 @@ class StickyLeastLoadedPolicyTest {
 
     private static RoutingRequest header(String sessionId) {
         HeaderLookup headers = HeaderLookup.of(Map.of("X-Session-ID", sessionId));
-        return RoutingRequest.of(SessionIdExtractor.UPSTREAM.extract(headers, BodySource.EMPTY), headers, () -> "");
+        return RoutingRequest.of(SessionIdExtractor.UPSTREAM.extract(headers, BodySource.EMPTY), headers, () -> "", 0);
     }
 
     private static RoutingRequest body(String json) {
         return RoutingRequest.of(SessionIdExtractor.UPSTREAM.extract(HeaderLookup.NONE, BodySource.of(json)),
-                HeaderLookup.NONE, () -> json);
+                HeaderLookup.NONE, () -> json, json.length());
     }
 
     private static int count(SessionStats s, Worker w) {

@@ -55,7 +55,7 @@ final class RoutingInput {
             return null;
         }
         Supplier<String> text = () -> body.toString(StandardCharsets.UTF_8);
-        return RoutingRequest.of(extraction, lookup, text);
+        return RoutingRequest.of(extraction, lookup, text, body.readableBytes());
     }
 
     private static boolean looksLikeJson(HttpHeaders headers) {

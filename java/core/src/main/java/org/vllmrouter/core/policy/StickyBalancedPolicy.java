@@ -1,0 +1,209 @@
+package org.vllmrouter.core.policy;
+
+import java.lang.System.Logger.Level;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.ToLongFunction;
+import org.vllmrouter.core.config.PolicyNames;
+import org.vllmrouter.core.session.LeastLoaded;
+import org.vllmrouter.core.session.SessionStats;
+import org.vllmrouter.core.session.SessionTable;
+import org.vllmrouter.core.worker.Worker;
+
+/**
+ * sticky_balanced: sticky_least_loaded's contract (a session stays on its worker until it is released, idles past the
+ * TTL, or its worker stops being a candidate; reservation is atomic; the same session table), with new sessions
+ * placed by projected load instead of session count. A worker's projected load is its footprint, the tokens its
+ * bound sessions hold (each session weighs its last prompt, which carries the outputs before it, updated on every
+ * turn), plus its in-flight prompt tokens. Prompt sizes are estimated from body sizes ({@link
+ * RoutingRequest#promptTokens}). A new session goes to the least projected load (rendezvous tie-break, {@link
+ * LeastLoaded}), except that one whose group (its id up to the last separator: SkyRL's {@code
+ * {instance_id}_{repetition_id}} gives the instance) was last placed on a candidate joins it while that worker's load
+ * exceeds the least by at most {@code groupMargin} times the session's own prompt: the group's shared prompt is then
+ * prefilled and held once. When the workers' own load is known ({@link #readLiveLoad}), a worker whose engine
+ * queues requests is projected heavier in proportion: by {@code 1 + waiting / max(1, running)}, so a queue as long as
+ * the running batch doubles it.
+ *
+ * <p>Footprints live in the session table beside the bindings, so release, expiry, eviction and re-binding keep them
+ * right by construction. A table that chooses in a shared store ({@link SessionTable#placesByPolicy()} false: Redis)
+ * keeps its own rule, the fewest sessions, and no footprints; the policy then places as sticky_least_loaded does.
+ */
+public final class StickyBalancedPolicy implements LoadBalancingPolicy {
+    /**
+     * @param groupMargin how far (in multiples of a new session's prompt tokens) its group's worker may be above the
+     *     least projected load and still take it; 0: only when it is the least loaded
+     * @param groupSeparator a session's group is its id up to the last occurrence of this; empty: no groups
+     */
+    public record Settings(double groupMargin, String groupSeparator) {
+        public static final Settings DEFAULTS = new Settings(1.0, "_");
+    }
+
+    /** Groups remembered (most recently placed first out last): a rollout batch has far fewer. */
+    static final int MAX_GROUPS = 1 << 16;
+
+    private static final System.Logger LOG = System.getLogger(StickyBalancedPolicy.class.getName());
+    private static final String NO_MODEL_POOL = "";
+
+    private final SessionTable sessions;
+    private final Settings settings;
+    private final SessionTable.Placement placement = this::place;
+    private final ConcurrentHashMap<String, InFlight> inFlight = new ConcurrentHashMap<>();
+    private volatile LiveLoad liveLoad = LiveLoad.NONE;
+    /** Group -> the URL its last session was placed on. Used only by {@link #place}, which the table serialises. */
+    private final Map<String, String> groupWorkers = new LinkedHashMap<>(16, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, String> eldest) {
+            return size() > MAX_GROUPS;
+        }
+    };
+
+    public StickyBalancedPolicy(SessionTable sessions, Settings settings) {
+        this.sessions = sessions;
+        this.settings = settings;
+        if (!sessions.placesByPolicy()) {
+            LOG.log(Level.WARNING, "sticky_balanced: this session store chooses new sessions' workers itself (fewest "
+                    + "sessions); footprint and group placement need the memory store");
+        }
+    }
+
+    /** A worker's prompt tokens in flight: added when a request is sent, the mean per request removed as one ends. */
+    private static final class InFlight {
+        private volatile long tokens;
+        private int requests;
+
+        synchronized void add(long t) {
+            tokens += t;
+            requests++;
+        }
+
+        /**
+         * The end of a call does not say which request ended, so the mean comes off; the sum is exact whenever the
+         * worker has nothing in flight.
+         */
+        synchronized void remove() {
+            if (requests > 0) {
+                tokens -= tokens / requests;
+                requests--;
+            }
+        }
+    }
+
+    /** From now on, places with the workers' own load as {@code live} reports it. */
+    public void readLiveLoad(LiveLoad live) {
+        this.liveLoad = live;
+    }
+
+    @Override
+    public String name() {
+        return PolicyNames.STICKY_BALANCED;
+    }
+
+    @Override
+    public Worker select(List<Worker> candidates, RoutingRequest request) {
+        if (candidates.isEmpty()) {
+            return null;
+        }
+        long tokens = request.promptTokens();
+        String sessionId = request.sessionId();
+        if (sessionId == null) {
+            Worker chosen = LeastLoaded.tieBreak(sessions.leastLoaded(candidates), request.text());
+            inFlightOf(chosen).add(tokens);
+            return chosen;
+        }
+        String pool = request.model() == null ? NO_MODEL_POOL : request.model();
+        SessionTable.Assignment a = sessions.route(pool, sessionId, candidates, placement, tokens);
+        Worker chosen = a.worker();
+        if (a.outcome() == SessionTable.Outcome.EXISTING || !sessions.placesByPolicy()) {
+            inFlightOf(chosen).add(tokens);
+        } else if (LOG.isLoggable(Level.DEBUG)) {
+            LOG.log(Level.DEBUG, "sticky_balanced: new session ''{0}'' ({1} prompt tokens) -> replica ''{2}''",
+                    sessionId, tokens, chosen.shownUrl());
+        }
+        return chosen;
+    }
+
+    /** Inside the table's atomic step: the least projected load, or the group's worker within the margin. */
+    private Worker place(List<Worker> candidates, String sessionId, long tokens, ToLongFunction<String> boundTokens) {
+        LiveLoad live = liveLoad;
+        ToLongFunction<Worker> load = w -> queued(live, w, boundTokens.applyAsLong(w.url()) + inFlightTokens(w.url()));
+        Worker least = LeastLoaded.lightest(candidates, load, sessionId);
+        String group = groupOf(sessionId);
+        if (group == null) {
+            return reserve(least, tokens);
+        }
+        Worker chosen = least;
+        String groupUrl = groupWorkers.get(group);
+        Worker joined = groupUrl == null ? null : Worker.byUrl(candidates, groupUrl);
+        if (joined != null && joined != least
+                && load.applyAsLong(joined) - load.applyAsLong(least) <= settings.groupMargin() * tokens) {
+            chosen = joined;
+        }
+        groupWorkers.put(group, chosen.url());
+        return reserve(chosen, tokens);
+    }
+
+    /** A placement's request counts in flight in the same atomic step, so the next placement sees it. */
+    private Worker reserve(Worker chosen, long tokens) {
+        inFlightOf(chosen).add(tokens);
+        return chosen;
+    }
+
+    private InFlight inFlightOf(Worker w) {
+        return inFlight.computeIfAbsent(w.url(), url -> new InFlight());
+    }
+
+    /** The id up to the last separator, or null when the id has none (or groups are off). */
+    String groupOf(String sessionId) {
+        String separator = settings.groupSeparator();
+        if (separator.isEmpty()) {
+            return null;
+        }
+        int at = sessionId.lastIndexOf(separator);
+        return at <= 0 ? null : sessionId.substring(0, at);
+    }
+
+    /** {@code tokens} scaled up by the worker's engine queue, when it reported one lately. */
+    private static long queued(LiveLoad live, Worker w, long tokens) {
+        LiveLoad.Sample s = live.of(w.baseUrl());
+        if (s == null || !(s.waiting() > 0)) {
+            return tokens;
+        }
+        return (long) (tokens * (1 + s.waiting() / Math.max(1, s.running())));
+    }
+
+    private long inFlightTokens(String url) {
+        InFlight f = inFlight.get(url);
+        return f == null ? 0 : f.tokens;
+    }
+
+    @Override
+    public void onComplete(Worker worker, boolean success) {
+        InFlight f = inFlight.get(worker.url());
+        if (f != null) {
+            f.remove();
+        }
+    }
+
+    @Override
+    public void finishSession(String sessionId) {
+        int released = sessions.release(sessionId);
+        LOG.log(Level.DEBUG, released > 0 ? "sticky_balanced: finished session ''{0}''"
+                : "sticky_balanced: finish for unknown session ''{0}''", sessionId);
+    }
+
+    @Override
+    public int expireIdle(int maxEntries) {
+        return sessions.expireIdle(maxEntries);
+    }
+
+    @Override
+    public SessionStats sessionStats() {
+        return sessions.stats();
+    }
+
+    public SessionTable sessionTable() {
+        return sessions;
+    }
+}

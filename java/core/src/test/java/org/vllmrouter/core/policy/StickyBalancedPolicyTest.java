@@ -1,0 +1,250 @@
+package org.vllmrouter.core.policy;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+import org.vllmrouter.core.config.PolicyNames;
+import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.session.InMemorySessionTable;
+import org.vllmrouter.core.session.LeastLoaded;
+import org.vllmrouter.core.session.SessionStats;
+import org.vllmrouter.core.worker.Worker;
+
+/** sticky_balanced: placement by projected tokens, groups within the margin, and sticky_least_loaded's contract. */
+class StickyBalancedPolicyTest {
+    private final AtomicLong clock = new AtomicLong();
+    private final InMemorySessionTable table = new InMemorySessionTable(Duration.ofSeconds(60), clock::get);
+    private final Worker a = Worker.builder("http://a:8000").build();
+    private final Worker b = Worker.builder("http://b:8000").build();
+    private final Worker c = Worker.builder("http://c:8000").build();
+    private final List<Worker> workers = List.of(a, b, c);
+
+    private StickyBalancedPolicy policy(double margin, String separator) {
+        return new StickyBalancedPolicy(table, new StickyBalancedPolicy.Settings(margin, separator));
+    }
+
+    /** A turn of {@code id} whose body is {@code tokens} prompt tokens by the router's estimate. */
+    private static RoutingRequest turn(String id, int tokens) {
+        return RoutingRequest.of(id, null, "x".repeat(tokens * RoutingRequest.BODY_BYTES_PER_TOKEN));
+    }
+
+    /** Sends a turn and lets it finish, as the proxy does around a call. */
+    private static Worker complete(StickyBalancedPolicy p, List<Worker> candidates, String id, int tokens) {
+        Worker w = p.select(candidates, turn(id, tokens));
+        p.onComplete(w, true);
+        return w;
+    }
+
+    @Test
+    void aNewSessionGoesToTheFewestTokensNotTheFewestSessions() {
+        StickyBalancedPolicy p = policy(0, "");
+        Worker big = complete(p, List.of(a), "long", 10_000);
+        complete(p, List.of(b), "short-1", 100);
+        complete(p, List.of(b), "short-2", 100);
+        complete(p, List.of(c), "short-3", 100);
+        complete(p, List.of(c), "short-4", 100);
+        assertSame(a, big);
+        Worker chosen = p.select(workers, turn("new", 100));
+        assertTrue(chosen == b || chosen == c, "not the worker holding 10k tokens: " + chosen.url());
+    }
+
+    @Test
+    void aSessionStaysOnItsWorkerAndItsFootprintFollowsItsLastPrompt() {
+        StickyBalancedPolicy p = policy(0, "");
+        Worker home = complete(p, workers, "grows", 100);
+        assertSame(home, complete(p, workers, "grows", 50_000));
+        assertEquals(50_000L, table.boundTokens().get(home.url()));
+        assertSame(home, complete(p, workers, "grows", 60_000), "a known session is never moved by load");
+        assertEquals(60_000L, table.boundTokens().get(home.url()));
+        Worker other = complete(p, workers, "fresh", 10);
+        assertTrue(other != home);
+    }
+
+    @Test
+    void inFlightPromptsCountUntilTheirCallsEnd() {
+        StickyBalancedPolicy p = policy(0, "");
+        List<Worker> two = List.of(a, b);
+        complete(p, List.of(a), "on-a", 1_000);
+        complete(p, List.of(b), "on-b", 1_000);
+        Worker busy = p.select(List.of(a), turn("on-a", 1_000));
+        assertSame(a, busy);
+        assertSame(b, p.select(two, turn("new-1", 10)), "a's prompt in flight makes it the heavier");
+        p.onComplete(b, true);
+        p.onComplete(a, true);
+        table.release("new-1");
+        Worker next = p.select(two, turn("new-2", 10));
+        assertTrue(next == a || next == b);
+        assertEquals(LeastLoaded.tieBreak(two, "new-2"), next, "with nothing in flight, the tie-break decides");
+    }
+
+    @Test
+    void aWorkerWhoseEngineQueuesIsProjectedHeavier() {
+        StickyBalancedPolicy p = policy(0, "");
+        List<Worker> two = List.of(a, b);
+        complete(p, List.of(a), "on-a", 1_000);
+        complete(p, List.of(b), "on-b", 1_200);
+        assertSame(a, p.select(two, turn("before", 10)), "by tokens alone a is the lighter");
+        p.onComplete(a, true);
+        table.release("before");
+        p.readLiveLoad(url -> url.equals(a.baseUrl()) ? new LiveLoad.Sample(4, 8, 0.9) : null);
+        assertSame(b, p.select(two, turn("after", 10)), "a's queue, half its batch, makes it 1,500");
+    }
+
+    @Test
+    void aGroupJoinsItsWorkerWithinTheMarginAndLeavesItBeyond() {
+        StickyBalancedPolicy p = policy(2, "_");
+        Worker first = complete(p, workers, "task7_0", 1_000);
+        // 1,000 tokens above the others: within 2 x 1,000.
+        assertSame(first, complete(p, workers, "task7_1", 1_000));
+        // 2,000 above: still within.
+        assertSame(first, complete(p, workers, "task7_2", 1_000));
+        // 3,000 above: beyond, so the least loaded, which the group then follows.
+        Worker second = complete(p, workers, "task7_3", 1_000);
+        assertTrue(second != first);
+        assertSame(second, complete(p, workers, "task7_4", 1_000));
+        Worker unrelated = complete(p, workers, "other_0", 1_000);
+        assertTrue(unrelated != first && unrelated != second, "another group starts on the least loaded");
+    }
+
+    @Test
+    void marginZeroAndNoSeparatorPlaceByLoadAlone() {
+        StickyBalancedPolicy zero = policy(0, "_");
+        Worker first = complete(zero, workers, "g_0", 1_000);
+        assertTrue(complete(zero, workers, "g_1", 1_000) != first);
+        table.release("g_0");
+        table.release("g_1");
+        StickyBalancedPolicy noGroups = policy(100, "");
+        Worker again = complete(noGroups, workers, "h_0", 1_000);
+        assertTrue(complete(noGroups, workers, "h_1", 1_000) != again);
+    }
+
+    @Test
+    void theFlagsReachThePolicy() throws Exception {
+        PolicySettings settings = PolicySettings.from(RouterConfig.fromJson("{\"worker_urls\": [\"http://a:1\"], "
+                + "\"policy\": \"sticky_balanced\", \"sticky_balanced_group_margin\": 0.5, "
+                + "\"sticky_balanced_group_separator\": \"::\"}"));
+        LoadBalancingPolicy p = Policies.create(PolicyNames.STICKY_BALANCED, settings, () -> table);
+        Worker first = p.select(workers, turn("run::0", 1_000));
+        p.onComplete(first, true);
+        assertSame(first, p.select(workers, turn("run::1", 2_000)), "1,000 above the least: within 0.5 x 2,000");
+        assertTrue(p.select(workers, turn("run_2", 2_000)) != first, "'_' separates nothing here");
+    }
+
+    @Test
+    void groupKeysStripTheLastSeparatedPart() {
+        StickyBalancedPolicy p = policy(1, "_");
+        assertEquals("inst_3", p.groupOf("inst_3_12"));
+        assertEquals("abc", p.groupOf("abc_0"));
+        assertNull(p.groupOf("plain"));
+        assertNull(p.groupOf("_leading"));
+        assertEquals("a::b", policy(1, "::").groupOf("a::b::c"));
+        assertNull(policy(1, "").groupOf("a_b"));
+    }
+
+    @Test
+    void aSessionWhoseWorkerIsGoneIsReboundAndCarriesItsTokensThere() {
+        StickyBalancedPolicy p = policy(0, "");
+        Worker home = complete(p, workers, "s", 5_000);
+        List<Worker> without = new ArrayList<>(workers);
+        without.remove(home);
+        Worker moved = complete(p, without, "s", 6_000);
+        assertTrue(moved != home);
+        assertNull(table.boundTokens().get(home.url()));
+        assertEquals(6_000L, table.boundTokens().get(moved.url()));
+        assertEquals(1, p.sessionStats().rebound());
+    }
+
+    @Test
+    void releaseIsIdempotentAndGivesTheTokensBack() {
+        StickyBalancedPolicy p = policy(0, "");
+        complete(p, workers, "s", 5_000);
+        p.finishSession("s");
+        p.finishSession("s");
+        p.finishSession("never-seen");
+        SessionStats s = p.sessionStats();
+        assertEquals(0, s.activeSessions());
+        assertEquals(1, s.released());
+        assertTrue(table.boundTokens().isEmpty());
+        complete(p, workers, "s", 10);
+        assertEquals(1, p.sessionStats().activeSessions(), "a finished id may start again");
+    }
+
+    @Test
+    void expiryAndEvictionGiveTheTokensBack() {
+        InMemorySessionTable small = new InMemorySessionTable(Duration.ofSeconds(60), 2, clock::get);
+        StickyBalancedPolicy p = new StickyBalancedPolicy(small, StickyBalancedPolicy.Settings.DEFAULTS);
+        complete(p, workers, "s1", 1_000);
+        complete(p, workers, "s2", 2_000);
+        complete(p, workers, "s3", 4_000);
+        assertEquals(6_000L, small.boundTokens().values().stream().mapToLong(Long::longValue).sum(),
+                "the least recently used session was evicted with its tokens");
+        clock.addAndGet(Duration.ofSeconds(61).toNanos());
+        assertEquals(2, p.expireIdle(10));
+        assertTrue(small.boundTokens().isEmpty());
+    }
+
+    @Test
+    void requestsWithoutASessionAreRoutedAndNotRecorded() {
+        StickyBalancedPolicy p = policy(0, "");
+        Worker w = p.select(workers, RoutingRequest.of(null, null, "{\"prompt\":\"hi\"}"));
+        assertTrue(workers.contains(w));
+        assertEquals(0, p.sessionStats().activeSessions());
+        assertNull(p.select(List.of(), turn("s", 10)));
+    }
+
+    /** N new sessions of equal prompts raced over W workers end with counts that differ by at most one. */
+    @Test
+    void concurrentNewSessionsReserveAtomically() throws Exception {
+        List<Worker> many = new ArrayList<>();
+        for (int i = 0; i < 7; i++) {
+            many.add(Worker.builder("http://w" + i + ":8000").build());
+        }
+        StickyBalancedPolicy p = policy(0, "");
+        int threads = 6;
+        int perThread = 250;
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        CountDownLatch go = new CountDownLatch(1);
+        try {
+            List<Future<?>> done = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                int thread = t;
+                done.add(pool.submit(() -> {
+                    go.await();
+                    for (int i = 0; i < perThread; i++) {
+                        p.select(many, turn("t" + thread + "-" + i, 500));
+                    }
+                    return null;
+                }));
+            }
+            go.countDown();
+            for (Future<?> f : done) {
+                f.get(60, TimeUnit.SECONDS);
+            }
+        } finally {
+            pool.shutdownNow();
+            assertTrue(pool.awaitTermination(10, TimeUnit.SECONDS));
+        }
+        Map<String, Integer> counts = new HashMap<>(p.sessionStats().activeByWorker());
+        int min = counts.values().stream().mapToInt(Integer::intValue).min().orElseThrow();
+        int max = counts.values().stream().mapToInt(Integer::intValue).max().orElseThrow();
+        assertEquals(many.size(), counts.size());
+        assertTrue(max - min <= 1, counts.toString());
+        assertEquals(threads * perThread, p.sessionStats().activeSessions());
+        assertEquals(threads * perThread * 500L,
+                table.boundTokens().values().stream().mapToLong(Long::longValue).sum(), "tokens conserved");
+    }
+}
