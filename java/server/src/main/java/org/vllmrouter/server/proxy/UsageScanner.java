@@ -6,21 +6,27 @@ import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.async.ByteBufferFeeder;
 import io.netty.buffer.ByteBuf;
 import io.netty.util.ByteProcessor;
+import io.netty.util.concurrent.FastThreadLocal;
 import java.io.IOException;
 
 /**
  * Reads a worker's token usage ({@code usage.prompt_tokens} and {@code usage.prompt_tokens_details.cached_tokens})
  * out of an answer while it is relayed, part by part, without holding or copying it: a plain JSON answer and an SSE
  * stream alike, since it looks only for the {@code "usage": {} } member wherever it is (in a stream, the final
- * usage chunk). A byte matcher finds the member's key; only its object is parsed, by Jackson's non-blocking parser
- * fed the parts' own memory. An answer without usage parses nothing; the last usage object seen wins (a stream with
- * continuous usage reports every chunk). A malformed usage object ends the scan with nothing reported.
+ * usage chunk). A byte matcher finds the member's key and the bounds of its object; only the object is parsed, by
+ * Jackson's non-blocking parser fed the parts' own memory. An answer without usage parses nothing; the last usage
+ * object seen wins (a stream with continuous usage reports every chunk). A malformed usage object ends the scan
+ * with nothing reported.
  *
  * <p>The key is matched on raw bytes: inside a JSON string a quote is escaped, so {@code "usage"} followed by a
  * colon is a member name (only a member name that itself ends in an escaped quote and {@code usage} could pass).
+ * The parser is fed exactly the object, never a byte past it, so it ends with no input left over and can read
+ * the next answer's object: each event loop keeps one idle parser, and a scan takes it (or makes one when another
+ * scan of the loop holds it) and gives it back when its object is read.
  */
 final class UsageScanner implements ByteProcessor {
     private static final JsonFactory JSON = new JsonFactory();
+    private static final FastThreadLocal<JsonParser> IDLE_PARSER = new FastThreadLocal<>();
     private static final byte[] KEY = {'"', 'u', 's', 'a', 'g', 'e', '"'};
     /** Matcher states past the key's bytes: before the colon, then before the value. */
     private static final int BEFORE_COLON = KEY.length;
@@ -28,8 +34,13 @@ final class UsageScanner implements ByteProcessor {
 
     private int state;
     private boolean failed;
+    /** Not null while inside a usage object. */
     private JsonParser parser;
-    private long fed;
+    /** The object's bounds, found on bytes: nesting, and whether a string (and an escape in it) is open. */
+    private int byteDepth;
+    private boolean inString;
+    private boolean escaped;
+    /** What the parser has read of the object so far. */
     private int depth;
     private boolean inDetails;
     private long objectPrompt;
@@ -57,15 +68,23 @@ final class UsageScanner implements ByteProcessor {
                 if (start < 0) {
                     return;
                 }
-                openParser();
+                openObject();
                 i = start;
             }
-            i = parse(part, i, end);
+            int close = part.forEachByte(i, end - i, this);
+            int stop = close < 0 ? end : close + 1;
+            parse(part, i, stop, close >= 0);
+            i = stop;
         }
     }
 
     @Override
     public boolean process(byte b) {
+        return parser == null ? matchKey(b) : withinObject(b);
+    }
+
+    /** False at the opening brace of a {@code "usage"} member's object. */
+    private boolean matchKey(byte b) {
         if (state < KEY.length) {
             state = b == KEY[state] ? state + 1 : b == '"' ? 1 : 0;
             return true;
@@ -82,30 +101,59 @@ final class UsageScanner implements ByteProcessor {
         return !object;
     }
 
-    private void openParser() {
-        try {
-            parser = JSON.createNonBlockingByteBufferParser();
-        } catch (IOException e) {
-            failed = true;
-            return;
+    /** False at the object's closing brace. */
+    private boolean withinObject(byte b) {
+        if (inString) {
+            if (escaped) {
+                escaped = false;
+            } else if (b == '\\') {
+                escaped = true;
+            } else if (b == '"') {
+                inString = false;
+            }
+            return true;
         }
-        fed = 0;
+        if (b == '"') {
+            inString = true;
+        } else if (b == '{' || b == '[') {
+            byteDepth++;
+        } else if (b == '}' || b == ']') {
+            return --byteDepth != 0;
+        }
+        return true;
+    }
+
+    private void openObject() {
+        JsonParser idle = IDLE_PARSER.get();
+        if (idle != null) {
+            IDLE_PARSER.set(null);
+            parser = idle;
+        } else {
+            try {
+                parser = JSON.createNonBlockingByteBufferParser();
+            } catch (IOException e) {
+                failed = true;
+                return;
+            }
+        }
+        state = 0;
+        byteDepth = 0;
+        inString = false;
+        escaped = false;
         depth = 0;
         inDetails = false;
         objectPrompt = -1;
         objectCached = -1;
     }
 
-    /** Feeds {@code [from, end)} to the usage object's parser; returns where scanning goes on. */
-    private int parse(ByteBuf part, int from, int end) {
+    /** Feeds {@code [from, to)} of the object to the parser; {@code closes}: the object's last byte is at to - 1. */
+    private void parse(ByteBuf part, int from, int to, boolean closes) {
         JsonParser p = parser;
-        if (p == null) {
-            return end;
-        }
-        long fedBefore = fed;
         try {
-            ((ByteBufferFeeder) p.getNonBlockingInputFeeder()).feedInput(part.nioBuffer(from, end - from));
-            fed += end - from;
+            // The part's own view when it has one (no object per feed): the parser reads it only within this call.
+            int length = to - from;
+            ((ByteBufferFeeder) p.getNonBlockingInputFeeder()).feedInput(part.nioBufferCount() == 1
+                    ? part.internalNioBuffer(from, length) : part.nioBuffer(from, length));
             JsonToken token;
             while ((token = p.nextToken()) != JsonToken.NOT_AVAILABLE && token != null) {
                 switch (token) {
@@ -117,13 +165,14 @@ final class UsageScanner implements ByteProcessor {
                         }
                     }
                     case END_OBJECT, END_ARRAY -> {
-                        depth--;
-                        if (depth == 0) {
+                        if (--depth == 0) {
                             promptTokens = objectPrompt;
                             cachedTokens = objectCached;
-                            long consumed = p.currentLocation().getByteOffset();
-                            closeParser();
-                            return from + (int) (consumed - fedBefore);
+                            parser = null;
+                            if (IDLE_PARSER.get() == null) {
+                                IDLE_PARSER.set(p);
+                            }
+                            return;
                         }
                     }
                     case VALUE_NUMBER_INT -> {
@@ -137,20 +186,18 @@ final class UsageScanner implements ByteProcessor {
                     }
                 }
             }
+            if (closes) {
+                // The bytes closed the object but the parser did not: they are not JSON.
+                fail();
+            }
         } catch (IOException malformed) {
-            failed = true;
-            closeParser();
+            fail();
         }
-        return end;
     }
 
-    private void closeParser() {
-        try {
-            parser.close();
-        } catch (IOException ignored) {
-            // Nothing to release: the parser reads no stream of its own.
-        }
+    /** Nothing more is read from this answer; the parser, in an unknown state, is dropped. */
+    private void fail() {
+        failed = true;
         parser = null;
-        state = 0;
     }
 }

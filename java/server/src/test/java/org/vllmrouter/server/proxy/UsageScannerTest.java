@@ -75,6 +75,25 @@ class UsageScannerTest {
     }
 
     @Test
+    void scansOfOneLoopThatOverlapOrBreakOffDoNotDisturbEachOther() {
+        int half = PLAIN.indexOf("completion_tokens");
+        UsageScanner abandoned = new UsageScanner();
+        abandoned.scan(bytes(PLAIN.substring(0, half)));
+        UsageScanner overlapping = new UsageScanner();
+        overlapping.scan(bytes(PLAIN));
+        UsageScanner malformed = new UsageScanner();
+        malformed.scan(bytes("{\"usage\":{\"prompt_tokens\":9,]}"));
+        for (UsageScanner later : new UsageScanner[] {new UsageScanner(), new UsageScanner()}) {
+            later.scan(bytes(PLAIN.replace("384", "100")));
+            assertEquals(512, later.promptTokens());
+            assertEquals(100, later.cachedTokens());
+        }
+        assertEquals(384, overlapping.cachedTokens());
+        assertEquals(-1, abandoned.cachedTokens());
+        assertEquals(-1, malformed.promptTokens());
+    }
+
+    @Test
     void leavesThePartUntouched() {
         ByteBuf part = bytes(PLAIN);
         new UsageScanner().scan(part);
