@@ -183,7 +183,7 @@ public class ProxyPathBenchmark {
         String body = "{\"id\":\"cmpl-bench\",\"object\":\"text_completion\",\"created\":0,\"model\":\"mock\",\"choices\":"
                 + "[{\"index\":0,\"text\":\" a fixed answer of the benchmark backend\",\"logprobs\":null,"
                 + "\"finish_reason\":\"length\"}],\"usage\":{\"prompt_tokens\":512,\"completion_tokens\":8,"
-                + "\"total_tokens\":520}}";
+                + "\"total_tokens\":520,\"prompt_tokens_details\":{\"cached_tokens\":384}}}";
         return ("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + body.length() + "\r\n\r\n"
                 + body).getBytes(StandardCharsets.US_ASCII);
     }

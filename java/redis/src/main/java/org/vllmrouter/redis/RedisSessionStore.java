@@ -12,10 +12,13 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 import java.util.logging.Level;
 import java.util.logging.Logger;
+import org.vllmrouter.core.session.InMemorySessionTable;
+import org.vllmrouter.core.session.LocalTrajectories;
 import org.vllmrouter.core.session.SessionStore;
 import org.vllmrouter.core.session.SessionStoreException;
 import org.vllmrouter.core.session.SessionStoreUrl;
 import org.vllmrouter.core.session.SessionTable;
+import org.vllmrouter.core.session.TrajectoryEnds;
 
 /**
  * Sticky sessions in Redis, shared by every router replica that names the same store. One RESP3 connection
@@ -48,11 +51,18 @@ public final class RedisSessionStore implements SessionStore {
     private final StoreContext context;
     private final ConcurrentHashMap<String, RedisSessionTable> tables = new ConcurrentHashMap<>();
     private final ScheduledExecutorService background;
+    private final Duration ttl;
+    private final int maxSessions;
+    private final TrajectoryEnds ends;
     private volatile boolean closed;
 
-    private RedisSessionStore(StoreConnection connection, Duration ttl, LongSupplier clockMillis) {
+    private RedisSessionStore(StoreConnection connection, Duration ttl, LongSupplier clockMillis, int maxSessions,
+                              TrajectoryEnds ends) {
         this.connection = connection;
         this.ttlMillis = ttl.toMillis();
+        this.ttl = ttl;
+        this.maxSessions = maxSessions;
+        this.ends = ends;
         String description = connection.description();
         this.context = new StoreContext(description, clockMillis, new StoreHealth(description),
                 new ScriptGateway(new Scripts(connection.connection()), description), connection.commands(),
@@ -70,10 +80,20 @@ public final class RedisSessionStore implements SessionStore {
      * (milliseconds; every replica's clock must agree to well within the TTL).
      */
     static RedisSessionStore open(String url, Duration ttl, LongSupplier clockMillis) throws SessionStoreException {
+        return open(url, ttl, clockMillis, InMemorySessionTable.DEFAULT_MAX_SESSIONS, TrajectoryEnds.NONE);
+    }
+
+    /**
+     * As {@link #open(String, Duration, LongSupplier)}; each table keeps the trajectories of at most
+     * {@code maxSessions} sessions in this process ({@link LocalTrajectories}: the store holds bindings only), and
+     * {@code ends} hears each one as it ends.
+     */
+    static RedisSessionStore open(String url, Duration ttl, LongSupplier clockMillis, int maxSessions,
+                                  TrajectoryEnds ends) throws SessionStoreException {
         StoreConnection connection = StoreConnection.open(url);
         RedisSessionStore store = null;
         try {
-            store = new RedisSessionStore(connection, ttl, clockMillis);
+            store = new RedisSessionStore(connection, ttl, clockMillis, maxSessions, ends);
             store.start();
         } catch (RedisException | StoreUnavailableException e) {
             if (store != null) {
@@ -107,7 +127,8 @@ public final class RedisSessionStore implements SessionStore {
 
     @Override
     public SessionTable table(String scope) {
-        return tables.computeIfAbsent(scope, s -> new RedisSessionTable(context, s, ttlMillis));
+        return tables.computeIfAbsent(scope, s -> new RedisSessionTable(context, s, ttlMillis,
+                new LocalTrajectories(ttl, maxSessions, ends)));
     }
 
     @Override

@@ -5,6 +5,7 @@ import java.util.Set;
 import org.vllmrouter.core.session.SessionStore;
 import org.vllmrouter.core.session.SessionStoreException;
 import org.vllmrouter.core.session.SessionStoreProvider;
+import org.vllmrouter.core.session.TrajectoryEnds;
 
 /** {@code redis://} and {@code rediss://} (TLS) session stores; session times on the system clock. */
 public final class RedisSessionStoreProvider implements SessionStoreProvider {
@@ -16,5 +17,11 @@ public final class RedisSessionStoreProvider implements SessionStoreProvider {
     @Override
     public SessionStore open(String url, Duration ttl) throws SessionStoreException {
         return RedisSessionStore.open(url, ttl, System::currentTimeMillis);
+    }
+
+    @Override
+    public SessionStore open(String url, Duration ttl, int maxSessions, TrajectoryEnds ends)
+            throws SessionStoreException {
+        return RedisSessionStore.open(url, ttl, System::currentTimeMillis, maxSessions, ends);
     }
 }

@@ -7,8 +7,10 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.Future;
 import org.vllmrouter.core.session.LeastLoaded;
+import org.vllmrouter.core.session.LocalTrajectories;
 import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.session.SessionTable;
+import org.vllmrouter.core.session.Trajectory;
 import org.vllmrouter.core.worker.Worker;
 
 /**
@@ -26,6 +28,9 @@ import org.vllmrouter.core.worker.Worker;
  * <p>Counts are per pool in the store (a pool's keys share one hash slot), so a new binding goes to the candidate
  * with the fewest sessions of its pool; {@link #leastLoaded} and the session counts of {@link #stats} add them up
  * per worker URL.
+ *
+ * <p>The store holds bindings only: each session's {@link Trajectory} as this router served it is kept in
+ * {@link LocalTrajectories}, in this process.
  */
 final class RedisSessionTable implements SessionTable {
     /** Last uses reach the store up to one sync interval late (plus a reply); a sweep waits for them. */
@@ -36,9 +41,11 @@ final class RedisSessionTable implements SessionTable {
     private final PoolDirectory pools;
     private final LastUseWriteBack writeBack;
     private final OutageJournal journal;
+    private final LocalTrajectories trajectories;
     private volatile SessionStats lastStats = SessionStats.EMPTY;
 
-    RedisSessionTable(StoreContext store, String scope, long ttlMillis) {
+    RedisSessionTable(StoreContext store, String scope, long ttlMillis, LocalTrajectories trajectories) {
+        this.trajectories = trajectories;
         this.store = store;
         this.ttlMillis = ttlMillis;
         this.pools = new PoolDirectory(store, scope);
@@ -48,6 +55,14 @@ final class RedisSessionTable implements SessionTable {
 
     @Override
     public Assignment route(String poolName, String sessionId, List<Worker> candidates) {
+        Assignment a = place(poolName, sessionId, candidates);
+        if (a.outcome() != Outcome.EXISTING) {
+            trajectories.routed(poolName, sessionId, a.outcome());
+        }
+        return a;
+    }
+
+    private Assignment place(String poolName, String sessionId, List<Worker> candidates) {
         Objects.requireNonNull(poolName, "pool");
         Objects.requireNonNull(sessionId, "sessionId");
         if (candidates.isEmpty()) {
@@ -139,6 +154,7 @@ final class RedisSessionTable implements SessionTable {
         journal.releasedRecently(sessionId, now);
         int local = 0;
         for (Pool p : pools.used()) {
+            trajectories.released(p.name, sessionId);
             NearCache.Binding cached = p.cache.remove(sessionId);
             boolean journaled = journal.forget(p, sessionId);
             if (cached != null) {
@@ -162,6 +178,7 @@ final class RedisSessionTable implements SessionTable {
 
     @Override
     public int expireIdle(int maxEntries) {
+        trajectories.expireIdle();
         long now = store.nowMillis();
         int n = journal.expire(now, maxEntries);
         if (n >= maxEntries || store.health().degraded()) {
@@ -185,6 +202,24 @@ final class RedisSessionTable implements SessionTable {
             store.health().markDegraded(e.getMessage());
         }
         return n;
+    }
+
+    @Override
+    public void turnEnded(String pool, String sessionId, long promptTokens, long cachedTokens) {
+        trajectories.turnEnded(pool, sessionId, promptTokens, cachedTokens);
+    }
+
+    @Override
+    public Trajectory trajectory(String sessionId) {
+        Trajectory sum = null;
+        for (Pool p : pools.used()) {
+            NearCache.Binding cached = p.cache.get(sessionId);
+            Trajectory t = trajectories.trajectory(p.name, sessionId, cached == null ? null : cached.url);
+            if (t != null) {
+                sum = sum == null ? t : sum.plus(t);
+            }
+        }
+        return sum;
     }
 
     /** The store's counters (every replica's sessions); the last ones seen while the store does not answer. */

@@ -9,9 +9,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import org.vllmrouter.core.session.SessionStoreException;
+import org.vllmrouter.core.session.SessionTable;
+import org.vllmrouter.core.session.Trajectory;
+import org.vllmrouter.core.worker.Worker;
 
 /** The shared table on one redis-server, and what only a single server has: passwords, databases, versions. */
 class RedisSessionTableTest extends SessionTableOnRedisTests {
@@ -44,6 +49,27 @@ class RedisSessionTableTest extends SessionTableOnRedisTests {
             } finally {
                 right.close();
             }
+        }
+    }
+
+    @Test
+    void trajectoriesAreKeptInThisProcessAndEndWithTheirSession() throws Exception {
+        List<Trajectory> ended = new ArrayList<>();
+        RedisSessionStore store = RedisSessionStore.open(redis.url(), TTL, clock::get, 100, ended::add);
+        try {
+            SessionTable table = store.table("default");
+            Worker first = table.route("m", "traj", workers).worker();
+            table.turnEnded("m", "traj", 50, 0);
+            Worker second = table.route("m", "traj", workers.stream().filter(w -> w != first).toList()).worker();
+            table.turnEnded("m", "traj", 60, 48);
+            assertEquals(new Trajectory(List.of(second.url()), 110, 48, 2, 1), table.trajectory("traj"));
+            assertEquals(null, table.trajectory("other"));
+
+            assertEquals(1, table.release("traj"));
+            assertEquals(List.of(new Trajectory(List.of(), 110, 48, 2, 1)), ended);
+            assertEquals(null, table.trajectory("traj"));
+        } finally {
+            store.close();
         }
     }
 

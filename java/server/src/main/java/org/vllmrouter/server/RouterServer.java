@@ -40,6 +40,7 @@ import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.session.SessionStore;
 import org.vllmrouter.core.session.SessionStoreException;
 import org.vllmrouter.core.session.SessionStores;
+import org.vllmrouter.core.session.TrajectoryEnds;
 import org.vllmrouter.core.settings.HealthSettings;
 import org.vllmrouter.core.settings.KvEventSettings;
 import org.vllmrouter.core.settings.RouterSettings;
@@ -59,6 +60,7 @@ import org.vllmrouter.server.kv.KvPlacement;
 import org.vllmrouter.server.kv.KvSources;
 import org.vllmrouter.server.metrics.MetricsHandler;
 import org.vllmrouter.server.metrics.RouterMetrics;
+import org.vllmrouter.server.metrics.TrajectoryMetrics;
 import org.vllmrouter.server.proxy.Proxy;
 import org.vllmrouter.server.proxy.Transport;
 import org.vllmrouter.server.proxy.WorkerCalls;
@@ -195,7 +197,8 @@ public final class RouterServer implements AutoCloseable {
         // Every connection, accepted or to a worker, so a close can end them all before it stops the loops.
         ChannelGroup connections = new DefaultChannelGroup("vllm-router", GlobalEventExecutor.INSTANCE);
         ControlClient client = new ControlClient(workerTls, connections);
-        SessionStore sessionStore = openSessionStore(settings.sessions());
+        TrajectoryMetrics trajectories = new TrajectoryMetrics();
+        SessionStore sessionStore = openSessionStore(settings.sessions(), trajectories);
         StartedParts parts = new StartedParts();
         // How long a close waits for requests in flight: none when the start fails, as nothing was served yet.
         AtomicReference<Duration> drainTimeout = new AtomicReference<>(Duration.ZERO);
@@ -210,6 +213,7 @@ public final class RouterServer implements AutoCloseable {
             parts.add(policies::close);
             WorkerRegistry workers = new WorkerRegistry();
             RouterMetrics metrics = new RouterMetrics(workers::all, policies::sessionStats, sessionStore::degraded);
+            trajectories.register(metrics.registry());
             WorkerCalls calls = new WorkerCalls(metrics);
             Proxy proxy = new Proxy(workers, calls, metrics, settings.server().requestTimeoutSecs(), workerTls,
                     connections);
@@ -323,9 +327,10 @@ public final class RouterServer implements AutoCloseable {
                 : new CacheIdentity(kvEvents.model(), kvEvents.blockSize());
     }
 
-    private static SessionStore openSessionStore(SessionSettings sessions) throws RouterStartException {
+    private static SessionStore openSessionStore(SessionSettings sessions, TrajectoryEnds ends)
+            throws RouterStartException {
         try {
-            return SessionStores.open(sessions.store(), sessions.ttl(), sessions.maxSessions());
+            return SessionStores.open(sessions.store(), sessions.ttl(), sessions.maxSessions(), ends);
         } catch (SessionStoreException e) {
             throw new RouterStartException(e.getMessage(), e);
         }

@@ -3,6 +3,7 @@ package org.vllmrouter.core.policy;
 import java.util.List;
 import java.util.Map;
 import org.vllmrouter.core.session.SessionStats;
+import org.vllmrouter.core.session.Trajectory;
 import org.vllmrouter.core.worker.Worker;
 
 /**
@@ -44,6 +45,26 @@ public interface LoadBalancingPolicy {
     /** Drops up to {@code maxEntries} sessions idle past their TTL (for a background sweeper); returns how many. */
     default int expireIdle(int maxEntries) {
         return 0;
+    }
+
+    /**
+     * True when the policy keeps sessions, and with them each session's {@link Trajectory}: only then does the proxy
+     * read the usage of a session's answers for {@link #turnEnded}.
+     */
+    default boolean keepsSessions() {
+        return false;
+    }
+
+    /**
+     * A request of {@code request}'s session ended, its worker having reported {@code promptTokens} and
+     * {@code cachedTokens} (negative: not reported); a no-op for policies that keep no sessions.
+     */
+    default void turnEnded(RoutingRequest request, long promptTokens, long cachedTokens) {
+    }
+
+    /** The trajectory of a tracked session, or null (unknown id, or a policy that keeps no sessions). */
+    default Trajectory trajectory(String sessionId) {
+        return null;
     }
 
     /** The policy's sticky-session counters; empty for policies that keep no sessions. */

@@ -10,6 +10,7 @@ import org.vllmrouter.core.config.PolicyNames;
 import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.session.SessionStore;
 import org.vllmrouter.core.worker.Worker;
+import org.vllmrouter.core.session.Trajectory;
 
 /**
  * The policy instances of one router: the default policy, optional per-model policies, and separate
@@ -117,6 +118,18 @@ public final class PolicyRegistry implements AutoCloseable {
             total = total.plus(p.sessionStats());
         }
         return total;
+    }
+
+    /** The trajectory of {@code sessionId} summed over the instances that track it; null when none does. */
+    public Trajectory trajectory(String sessionId) {
+        Trajectory sum = null;
+        for (LoadBalancingPolicy p : all()) {
+            Trajectory t = p.trajectory(sessionId);
+            if (t != null) {
+                sum = sum == null ? t : sum.plus(t);
+            }
+        }
+        return sum;
     }
 
     /**

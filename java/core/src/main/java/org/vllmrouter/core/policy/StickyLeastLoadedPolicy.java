@@ -10,6 +10,7 @@ import org.vllmrouter.core.session.InMemorySessionTable;
 import org.vllmrouter.core.session.LeastLoaded;
 import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.session.SessionTable;
+import org.vllmrouter.core.session.Trajectory;
 import org.vllmrouter.core.worker.Worker;
 
 /**
@@ -73,7 +74,7 @@ public final class StickyLeastLoadedPolicy implements LoadBalancingPolicy {
             // Weights are hashed outside the table's lock: the key is the whole body and may be large.
             return LeastLoaded.tieBreak(least, request.text());
         }
-        String pool = request.model() == null ? NO_MODEL_POOL : request.model();
+        String pool = poolOf(request);
         SessionTable.Assignment a = sessions.route(pool, sessionId, candidates);
         // Per-session lines are DEBUG: a trainer starts thousands of sessions a minute.
         if (a.outcome() != SessionTable.Outcome.EXISTING && LOG.isLoggable(Level.DEBUG)) {
@@ -91,6 +92,28 @@ public final class StickyLeastLoadedPolicy implements LoadBalancingPolicy {
         } else {
             LOG.log(Level.DEBUG, "SLL: finish for unknown session ''{0}''", sessionId);
         }
+    }
+
+    @Override
+    public boolean keepsSessions() {
+        return true;
+    }
+
+    @Override
+    public void turnEnded(RoutingRequest request, long promptTokens, long cachedTokens) {
+        String sessionId = request.sessionId();
+        if (sessionId != null) {
+            sessions.turnEnded(poolOf(request), sessionId, promptTokens, cachedTokens);
+        }
+    }
+
+    @Override
+    public Trajectory trajectory(String sessionId) {
+        return sessions.trajectory(sessionId);
+    }
+
+    private static String poolOf(RoutingRequest request) {
+        return request.model() == null ? NO_MODEL_POOL : request.model();
     }
 
     @Override

@@ -28,6 +28,9 @@ import org.vllmrouter.core.worker.Worker;
  * session in active use survives a flood of one-off ids that turns the table over faster than G. (Such a
  * session may then expire up to 2G late.) An evicted session is released like a finished one (its
  * worker's count drops); if it comes back it starts anew.
+ *
+ * <p>Each binding carries its session's {@link Trajectory} (token sums, turns, re-binds), handed to the
+ * {@link TrajectoryEnds} when the binding is released, expires or is evicted.
  */
 public final class InMemorySessionTable implements SessionTable {
     /** Expired sessions dropped per {@link #route} call: more than one, so a backlog shrinks under load. */
@@ -46,6 +49,7 @@ public final class InMemorySessionTable implements SessionTable {
     private final long requeueGranularityNanos;
     private final int maxSessions;
     private final LongSupplier nanoClock;
+    private final TrajectoryEnds ends;
     private final ReentrantLock lock = new ReentrantLock();
 
     /** Session id -> its binding in one pool; bindings of the same id in other pools chain off it. */
@@ -73,6 +77,10 @@ public final class InMemorySessionTable implements SessionTable {
         Binding older;
         Binding newer;
         Binding otherPool;
+        long promptTokens;
+        long cachedTokens = Trajectory.NOT_REPORTED;
+        int turns;
+        int workerChanges;
 
         Binding(String sessionId, String pool) {
             this.sessionId = sessionId;
@@ -96,11 +104,21 @@ public final class InMemorySessionTable implements SessionTable {
     }
 
     public InMemorySessionTable(Duration ttl, int maxSessions, LongSupplier nanoClock) {
-        this(ttl, maxSessions, nanoClock, min(ttl.dividedBy(16), MAX_REQUEUE_GRANULARITY));
+        this(ttl, maxSessions, nanoClock, TrajectoryEnds.NONE);
+    }
+
+    /** {@code ends} hears each session's trajectory when the session ends. */
+    public InMemorySessionTable(Duration ttl, int maxSessions, LongSupplier nanoClock, TrajectoryEnds ends) {
+        this(ttl, maxSessions, nanoClock, min(ttl.dividedBy(16), MAX_REQUEUE_GRANULARITY), ends);
     }
 
     /** With an explicit requeue granularity G (0: exact least-recently-used order, expiry never late). */
     InMemorySessionTable(Duration ttl, int maxSessions, LongSupplier nanoClock, Duration requeueGranularity) {
+        this(ttl, maxSessions, nanoClock, requeueGranularity, TrajectoryEnds.NONE);
+    }
+
+    private InMemorySessionTable(Duration ttl, int maxSessions, LongSupplier nanoClock, Duration requeueGranularity,
+                                 TrajectoryEnds ends) {
         if (ttl.isNegative() || requeueGranularity.isNegative()) {
             throw new IllegalArgumentException("session TTL and requeue granularity must be >= 0, got "
                     + ttl + " and " + requeueGranularity);
@@ -112,6 +130,7 @@ public final class InMemorySessionTable implements SessionTable {
         this.requeueGranularityNanos = saturatedNanos(requeueGranularity);
         this.maxSessions = maxSessions;
         this.nanoClock = nanoClock;
+        this.ends = ends;
     }
 
     public Duration ttl() {
@@ -159,6 +178,7 @@ public final class InMemorySessionTable implements SessionTable {
                 unbindWorker(b);
                 outcome = Outcome.REBOUND;
                 rebound++;
+                b.workerChanges++;
             } else {
                 if (active >= maxSessions) {
                     evictLocked(now);
@@ -226,6 +246,7 @@ public final class InMemorySessionTable implements SessionTable {
             Binding b = byId.remove(sessionId);
             int n = 0;
             for (; b != null; b = b.otherPool) {
+                end(b);
                 unbindWorker(b);
                 unlink(b);
                 n++;
@@ -258,6 +279,51 @@ public final class InMemorySessionTable implements SessionTable {
         } finally {
             lock.unlock();
         }
+    }
+
+    @Override
+    public void turnEnded(String pool, String sessionId, long promptTokens, long cachedTokens) {
+        lock.lock();
+        try {
+            Binding b = byId.get(sessionId);
+            while (b != null && !b.pool.equals(pool)) {
+                b = b.otherPool;
+            }
+            if (b != null) {
+                b.turns++;
+                b.promptTokens += Math.max(0, promptTokens);
+                b.cachedTokens = Trajectory.add(b.cachedTokens, cachedTokens);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public Trajectory trajectory(String sessionId) {
+        lock.lock();
+        try {
+            Trajectory sum = null;
+            for (Binding b = byId.get(sessionId); b != null; b = b.otherPool) {
+                Trajectory t = trajectoryOf(b);
+                sum = sum == null ? t : sum.plus(t);
+            }
+            return sum;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Hands a binding's trajectory on as its session ends (before its worker is unbound). */
+    private void end(Binding b) {
+        if (ends != TrajectoryEnds.NONE) {
+            ends.ended(trajectoryOf(b));
+        }
+    }
+
+    private static Trajectory trajectoryOf(Binding b) {
+        return new Trajectory(b.worker == null ? List.of() : List.of(b.worker.url), b.promptTokens, b.cachedTokens,
+                b.turns, b.workerChanges);
     }
 
     /**
@@ -324,6 +390,7 @@ public final class InMemorySessionTable implements SessionTable {
         // head is live every session behind it is live or expired for less than the granularity.
         while (n < maxEntries && oldest != null && now - oldest.lastUsedNanos >= ttlNanos) {
             Binding b = oldest;
+            end(b);
             unbindWorker(b);
             unlink(b);
             removeFromIndex(b);
@@ -341,6 +408,7 @@ public final class InMemorySessionTable implements SessionTable {
             requeue(oldest, now);
         }
         Binding b = oldest;
+        end(b);
         unbindWorker(b);
         unlink(b);
         removeFromIndex(b);

@@ -21,4 +21,14 @@ public interface SessionStoreProvider {
      *     reason that does not show the password
      */
     SessionStore open(String url, Duration ttl) throws SessionStoreException;
+
+    /**
+     * As {@link #open(String, Duration)}, for a router that keeps each session's {@link Trajectory}: a store that
+     * cannot hold trajectories itself keeps at most {@code maxSessions} of them in this process, and {@code ends}
+     * hears each one as its session ends here. The default keeps none.
+     */
+    default SessionStore open(String url, Duration ttl, int maxSessions, TrajectoryEnds ends)
+            throws SessionStoreException {
+        return open(url, ttl);
+    }
 }

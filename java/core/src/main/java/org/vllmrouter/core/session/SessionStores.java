@@ -15,13 +15,19 @@ public final class SessionStores {
      * bounded by its own memory policy instead).
      */
     public static SessionStore open(String spec, Duration ttl, int maxSessions) throws SessionStoreException {
+        return open(spec, ttl, maxSessions, TrajectoryEnds.NONE);
+    }
+
+    /** As {@link #open(String, Duration, int)}; {@code ends} hears each session's trajectory as it ends. */
+    public static SessionStore open(String spec, Duration ttl, int maxSessions, TrajectoryEnds ends)
+            throws SessionStoreException {
         if (SessionStoreUrl.MEMORY.equals(spec)) {
-            return memory(ttl, maxSessions);
+            return memory(ttl, maxSessions, ends);
         }
         String scheme = SessionStoreUrl.scheme(spec);
         for (SessionStoreProvider provider : ServiceLoader.load(SessionStoreProvider.class)) {
             if (provider.schemes().contains(scheme)) {
-                return provider.open(spec, ttl);
+                return provider.open(spec, ttl, maxSessions, ends);
             }
         }
         throw new SessionStoreException("Session store " + UrlRedaction.redact(spec) + ": no implementation of "
@@ -33,10 +39,15 @@ public final class SessionStores {
      * at most {@code maxSessions} (the least recently used one makes room).
      */
     public static SessionStore memory(Duration ttl, int maxSessions) {
+        return memory(ttl, maxSessions, TrajectoryEnds.NONE);
+    }
+
+    /** As {@link #memory(Duration, int)}; {@code ends} hears each session's trajectory as it ends. */
+    public static SessionStore memory(Duration ttl, int maxSessions, TrajectoryEnds ends) {
         return new SessionStore() {
             @Override
             public SessionTable table(String scope) {
-                return new InMemorySessionTable(ttl, maxSessions, System::nanoTime);
+                return new InMemorySessionTable(ttl, maxSessions, System::nanoTime, ends);
             }
 
             @Override

@@ -78,4 +78,17 @@ public interface SessionTable {
     int expireIdle(int maxEntries);
 
     SessionStats stats();
+
+    /**
+     * One request of session ({@code pool}, {@code sessionId}) ended: a turn of its {@link Trajectory}, with the
+     * prompt and cached token counts its worker reported (negative: not reported). A session not tracked (released
+     * or evicted meanwhile) is left alone. Tables that keep no trajectories ignore it.
+     */
+    default void turnEnded(String pool, String sessionId, long promptTokens, long cachedTokens) {
+    }
+
+    /** The trajectory of {@code sessionId} over every pool, or null when the session is not tracked. */
+    default Trajectory trajectory(String sessionId) {
+        return null;
+    }
 }

@@ -228,6 +228,37 @@ class InMemorySessionTableTest {
     }
 
     @Test
+    void aSessionsTrajectoryIsHandedOnOnceAsItIsReleasedExpiredOrEvicted() {
+        List<Trajectory> ended = new ArrayList<>();
+        InMemorySessionTable table = new InMemorySessionTable(Duration.ofSeconds(10), 2, clock::get, ended::add);
+        List<Worker> ws = workers(2);
+        Worker first = table.route("m", "a", ws).worker();
+        table.turnEnded("m", "a", 100, Trajectory.NOT_REPORTED);
+        table.route("m", "a", ws.stream().filter(w -> w != first).toList());
+        table.turnEnded("m", "a", 120, 96);
+        table.turnEnded("other-pool", "a", 1000, 1000);
+        table.turnEnded("m", "unknown", 1000, 1000);
+        Trajectory a = table.trajectory("a");
+        assertEquals(new Trajectory(List.of(a.workers().get(0)), 220, 96, 2, 1), a);
+        assertTrue(!a.workers().get(0).equals(first.url()));
+        assertEquals(96.0 / 220, a.cachedTokenRate(), 1e-9);
+
+        assertEquals(1, table.release("a"));
+        assertEquals(0, table.release("a"));
+        assertEquals(List.of(a), ended);
+        assertEquals(null, table.trajectory("a"));
+
+        table.route("m", "b", ws);
+        table.route("m", "c", ws);
+        table.route("m", "d", ws);
+        assertEquals(2, ended.size(), "evicting b ends its trajectory");
+        assertEquals(-1, ended.get(1).cachedTokenRate());
+        clock.addAndGet(Duration.ofSeconds(11).toNanos());
+        assertEquals(2, table.expireIdle(10));
+        assertEquals(4, ended.size());
+    }
+
+    @Test
     void maxSessionsMustBePositive() {
         assertThrows(IllegalArgumentException.class, () -> new InMemorySessionTable(Duration.ofHours(1), 0, clock::get));
     }

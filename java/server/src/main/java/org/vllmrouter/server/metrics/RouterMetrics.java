@@ -65,6 +65,12 @@ public final class RouterMetrics {
     private final Counter pdPrefillErrors = counter("vllm_router_pd_prefill_errors_total", "PD prefill errors", "worker");
     private final Counter pdDecodeErrors = counter("vllm_router_pd_decode_errors_total", "PD decode errors", "worker");
     private final Histogram pdDuration = histogram("vllm_router_pd_request_duration_seconds", "PD request duration", "route");
+    private final ShardedCounter promptTokens = new ShardedCounter(registry,
+            "vllm_router_worker_prompt_tokens_total",
+            "Prompt tokens of session requests whose answer reported cached tokens", "worker");
+    private final ShardedCounter cachedTokens = new ShardedCounter(registry,
+            "vllm_router_worker_cached_tokens_total",
+            "Prompt tokens the worker found in its prefix cache (usage.prompt_tokens_details.cached_tokens)", "worker");
     private final ShardedCounter httpRequests = new ShardedCounter(registry, "vllm_router_http_requests_total",
             "HTTP requests", "route", "method", "status_code", "status_class");
 
@@ -74,6 +80,8 @@ public final class RouterMetrics {
     private final ConcurrentHashMap<String, ShardedCounter.Point> processedByWorker = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<String, ConcurrentHashMap<String, ShardedCounter.Point>> decisionsByPolicy =
             new ConcurrentHashMap<>();
+    /** Per worker: its prompt-token point, then its cached-token point. */
+    private final ConcurrentHashMap<String, ShardedCounter.Point[]> tokensByWorker = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<String, ShardedCounter.Point[]> outcomesByWorker = new ConcurrentHashMap<>();
     /** Route, then method, then the status code's point (indexed by code). */
     private final ConcurrentHashMap<String, ConcurrentHashMap<String, AtomicReferenceArray<ShardedCounter.Point>>> http =
@@ -234,6 +242,32 @@ public final class RouterMetrics {
         point(processedByWorker, worker, processed::labelValues).inc();
         point(point(decisionsByPolicy, policy, p -> new ConcurrentHashMap<>()), worker,
                 w -> policyDecisions.labelValues(policy, w)).inc();
+    }
+
+    /**
+     * {@code worker} answered a session's request reporting {@code prompt} prompt tokens, {@code cached} of them
+     * found in its prefix cache. Only answers that report both count, so the two totals make a hit rate.
+     */
+    public void tokensReported(String worker, long prompt, long cached) {
+        ShardedCounter.Point[] tokens = point(tokensByWorker, worker, w -> new ShardedCounter.Point[] {
+                promptTokens.labelValues(w), cachedTokens.labelValues(w)});
+        tokens[0].add(prompt);
+        tokens[1].add(cached);
+    }
+
+    /**
+     * Per worker label, the share of prompt tokens found in the worker's prefix cache over every session request it
+     * answered with a cached count (for the status page); workers with no such answer are absent.
+     */
+    public Map<String, Double> cachedTokenRates() {
+        Map<String, Double> rates = new java.util.HashMap<>();
+        tokensByWorker.forEach((worker, tokens) -> {
+            long prompt = tokens[0].value();
+            if (prompt > 0) {
+                rates.put(worker, Math.min(1.0, (double) tokens[1].value() / prompt));
+            }
+        });
+        return rates;
     }
 
     public void pdRequest(String route, String prefillWorker, String decodeWorker) {

@@ -19,6 +19,10 @@ final class ShardedCounter {
             cells.add(ThreadSlots.current(), 0, 1);
         }
 
+        void add(long n) {
+            cells.add(ThreadSlots.current(), 0, n);
+        }
+
         long value() {
             return cells.sum(0);
         }

@@ -61,6 +61,9 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
     private boolean reusedConnection;
     private int staleConnections;
     private RequestDeadlines deadlines;
+    /** Reads the relayed answer's token usage; only for a request of a session whose policy keeps trajectories. */
+    private UsageScanner usage;
+    private Worker relayedFrom;
 
     /** Takes over {@code reply}, which holds the client's request, and {@code request}. */
     ProxyExchange(Proxy proxy, Reply reply, ProxiedRequest request) {
@@ -209,6 +212,9 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
         }
         if (part instanceof HttpContent content) {
             if (relaying) {
+                if (usage != null) {
+                    usage.scan(content.content());
+                }
                 if (content instanceof LastHttpContent) {
                     // Settle the worker's load, the policy and the admission token before the client can see the
                     // end of the answer: a client that asks again at once must find them already up to date.
@@ -253,6 +259,10 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
         }
         relaying = true;
         relayedStatus = status;
+        if (keepsTrajectory()) {
+            usage = new UsageScanner();
+            relayedFrom = worker;
+        }
         end.releaseAdmission();
         front.sendHead(relayedHead(head));
     }
@@ -400,10 +410,27 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
             deadlines.remove(this);
         }
         releaseWorker(success);
+        if (keepsTrajectory()) {
+            turnEnded();
+        }
         end.end(status, success);
         if (request.completion != null) {
             request.completion.completed(status, success);
         }
+    }
+
+    /** A turn of the request's session ended: its trajectory, and its worker's cached-token totals, hear of it. */
+    private void turnEnded() {
+        long prompt = usage == null ? -1 : usage.promptTokens();
+        long cached = usage == null ? -1 : usage.cachedTokens();
+        request.policy.turnEnded(request.routing, prompt, cached);
+        if (prompt >= 0 && cached >= 0 && relayedFrom != null) {
+            proxy.metrics.tokensReported(relayedFrom.shownUrl(), prompt, cached);
+        }
+    }
+
+    private boolean keepsTrajectory() {
+        return request.routing != null && request.routing.sessionId() != null && request.policy.keepsSessions();
     }
 
     /**

@@ -20,6 +20,7 @@ import java.util.Base64;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.function.Supplier;
 import org.vllmrouter.core.settings.DashboardSettings;
 import org.vllmrouter.core.policy.PolicyRegistry;
 import org.vllmrouter.core.session.SessionStats;
@@ -48,16 +49,19 @@ final class DashboardRoutes {
     private final WorkerRegistry workers;
     private final PolicyRegistry policies;
     private final ActivityWindow activity;
+    private final Supplier<Map<String, Double>> cachedTokenRates;
     private final long startedNanos = System.nanoTime();
     private final byte[] page;
     private final String contentSecurityPolicy;
 
+    /** {@code cachedTokenRates}: per worker label, the share of prompt tokens its answers reported cached. */
     DashboardRoutes(DashboardSettings config, WorkerRegistry workers, PolicyRegistry policies,
-                    ActivityWindow activity) {
+                    ActivityWindow activity, Supplier<Map<String, Double>> cachedTokenRates) {
         this.config = config;
         this.workers = workers;
         this.policies = policies;
         this.activity = activity;
+        this.cachedTokenRates = cachedTokenRates;
         String html = readResource();
         this.page = html.getBytes(StandardCharsets.UTF_8);
         // Only the page's own inline script and style may run: injected markup could neither execute nor restyle.
@@ -97,6 +101,7 @@ final class DashboardRoutes {
         SessionStats sessions = policies.sessionStats();
         Map<String, Double> kvHitRates = policies.kvCacheHitRates();
         ActivityWindow.Activity recent = activity.read();
+        Map<String, Double> cachedRates = cachedTokenRates.get();
         long healthy = all.stream().filter(Worker::isHealthy).count();
         return Json.object(g -> {
             g.writeStringField("policy", config.policy());
@@ -139,6 +144,7 @@ final class DashboardRoutes {
                 g.writeNumberField("in_flight", w.load());
                 g.writeNumberField("requests_sent", w.processed());
                 writeNullable(g, "requests_per_second", recent.requestsPerSecondByWorker().get(w.url()));
+                writeNullable(g, "cached_token_rate", cachedRates.get(w.shownUrl()));
                 if (!kvHitRates.isEmpty()) {
                     writeNullable(g, "kv_cache_hit_rate", kvHitRates.get(w.url()));
                 }

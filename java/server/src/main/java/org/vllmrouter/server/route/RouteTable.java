@@ -124,7 +124,7 @@ public final class RouteTable implements RequestHandler {
         add(RequestPath.WORKER_ITEM_ROUTE, Access.ADMIN, null, admin::worker);
 
         DashboardRoutes dashboard = new DashboardRoutes(settings.dashboard(), workers, policies,
-                ActivityWindow.of(metrics, workers::all));
+                ActivityWindow.of(metrics, workers::all), metrics::cachedTokenRates);
         add(DashboardRoutes.PAGE, Access.PAGE, HttpMethod.GET, dashboard::page);
         add(DashboardRoutes.STATE, Access.ADMIN, HttpMethod.GET, dashboard::state);
         dashboardUnknown = new Route(DashboardRoutes.PREFIX + "{unknown}", Access.PAGE, null, dashboard::unknown);

@@ -9,6 +9,7 @@ import org.vllmrouter.core.config.UrlRedaction;
 import org.vllmrouter.core.policy.PolicyRegistry;
 import org.vllmrouter.core.session.SessionIdExtractor;
 import org.vllmrouter.core.session.SessionStats;
+import org.vllmrouter.core.session.Trajectory;
 import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRegistry;
 import org.vllmrouter.server.http.Json;
@@ -16,7 +17,10 @@ import org.vllmrouter.server.http.Reply;
 import org.vllmrouter.server.http.RequestPath;
 import org.vllmrouter.server.http.Responses;
 
-/** {@code POST /finish_session} and {@code GET /sessions}: releasing and counting sticky sessions. */
+/**
+ * {@code POST /finish_session} and {@code GET /sessions}: releasing and counting sticky sessions, and
+ * {@code GET /sessions?session_id=<id>}, one tracked session's trajectory.
+ */
 public final class SessionRoutes {
     private final WorkerRegistry workers;
     private final PolicyRegistry policies;
@@ -41,10 +45,9 @@ public final class SessionRoutes {
         if (id == null || id.isEmpty()) {
             return badRequest(reply, "Missing required query parameter 'session_id'");
         }
-        // The engine's own rule for ids decides what is acceptable, exactly as for routed requests.
-        String problem = SessionIdExtractor.problemWith(id);
+        String problem = problemWith(id);
         if (problem != null) {
-            return badRequest(reply, "Invalid session id in query parameter 'session_id': " + problem);
+            return badRequest(reply, problem);
         }
         policies.finishSession(id);
         return Responses.json(reply.alloc(), HttpResponseStatus.OK, Json.object(g -> {
@@ -53,8 +56,64 @@ public final class SessionRoutes {
         }));
     }
 
+    /** The counters, or with {@code session_id} that session's trajectory (404 when no policy tracks it). */
     void sessions(Reply reply, FullHttpRequest request, RequestPath path) {
-        reply.json(HttpResponseStatus.OK, sessionsJson(policies, workers));
+        String id;
+        try {
+            id = path.param("session_id");
+        } catch (RequestPath.InvalidPathException e) {
+            reply.send(badRequest(reply, e.getMessage()));
+            return;
+        }
+        if (id == null) {
+            reply.json(HttpResponseStatus.OK, sessionsJson(policies, workers));
+            return;
+        }
+        String problem = id.isEmpty() ? "Invalid session id in query parameter 'session_id': it is empty"
+                : problemWith(id);
+        if (problem != null) {
+            reply.send(badRequest(reply, problem));
+            return;
+        }
+        Trajectory t = policies.trajectory(id);
+        if (t == null) {
+            reply.jsonError(HttpResponseStatus.NOT_FOUND, "Session '" + id + "' is not tracked: never started,"
+                    + " released, expired or evicted (or the policy keeps no sessions)");
+            return;
+        }
+        reply.json(HttpResponseStatus.OK, trajectoryJson(id, t));
+    }
+
+    /** The engine's own rule for ids decides what is acceptable, exactly as for routed requests. */
+    private static String problemWith(String id) {
+        String problem = SessionIdExtractor.problemWith(id);
+        return problem == null ? null : "Invalid session id in query parameter 'session_id': " + problem;
+    }
+
+    private static String trajectoryJson(String id, Trajectory t) {
+        return Json.object(g -> {
+            g.writeStringField("session_id", id);
+            g.writeArrayFieldStart("workers");
+            for (String url : t.workers()) {
+                g.writeString(UrlRedaction.redact(url));
+            }
+            g.writeEndArray();
+            g.writeNumberField("turns", t.turns());
+            g.writeNumberField("worker_changes", t.workerChanges());
+            g.writeNumberField("prompt_tokens", t.promptTokens());
+            if (t.cachedTokens() < 0) {
+                g.writeNullField("cached_tokens");
+                g.writeNullField("cached_token_rate");
+            } else {
+                g.writeNumberField("cached_tokens", t.cachedTokens());
+                double rate = t.cachedTokenRate();
+                if (rate < 0) {
+                    g.writeNullField("cached_token_rate");
+                } else {
+                    g.writeNumberField("cached_token_rate", Math.round(rate * 1000) / 1000.0);
+                }
+            }
+        });
     }
 
     /**
