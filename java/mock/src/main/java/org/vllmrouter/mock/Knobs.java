@@ -41,6 +41,8 @@ public final class Knobs {
     private volatile int kvMalformedNext;
     private volatile int kvDropNext;
     private volatile boolean kvRestartNext;
+    private volatile boolean noServerInfo;
+    private volatile String metricsText;
 
     /** Worker id reported in {@code X-Worker-Id} and {@code worker_id}; null means "worker-PORT". */
     public String workerId() { return workerId; }
@@ -191,6 +193,14 @@ public final class Knobs {
     public boolean kvRestartNext() { return kvRestartNext; }
     public Knobs kvRestartNext(boolean v) { kvRestartNext = v; return this; }
 
+    /** {@code /get_server_info} answers 404, as vLLM 0.32's does. */
+    public boolean noServerInfo() { return noServerInfo; }
+    public Knobs noServerInfo(boolean v) { noServerInfo = v; return this; }
+
+    /** Non-null: the {@code /metrics} body, instead of a {@code vllm:cache_config_info} sample with the block size. */
+    public String metricsText() { return metricsText; }
+    public Knobs metricsText(String v) { metricsText = v; return this; }
+
     /** A new instance with the same values (each worker owns its knobs). */
     public Knobs copy() {
         Knobs k = new Knobs();
@@ -223,6 +233,8 @@ public final class Knobs {
         k.kvMalformedNext = kvMalformedNext;
         k.kvDropNext = kvDropNext;
         k.kvRestartNext = kvRestartNext;
+        k.noServerInfo = noServerInfo;
+        k.metricsText = metricsText;
         return k;
     }
 
@@ -230,7 +242,7 @@ public final class Knobs {
     static boolean isFlag(String name) {
         return switch (name) {
             case "crash-on-request", "hang", "hang-health", "unhealthy", "kv-events", "kv-replay-topic-frame",
-                 "kv-hash-bytes", "kv-restart-next" -> true;
+                 "kv-hash-bytes", "kv-restart-next", "no-server-info" -> true;
             default -> false;
         };
     }
@@ -272,6 +284,8 @@ public final class Knobs {
                 case "kv-malformed-next" -> kvMalformedNext(Integer.parseInt(value));
                 case "kv-drop-next" -> kvDropNext(Integer.parseInt(value));
                 case "kv-restart-next" -> kvRestartNext(parseBoolean(value));
+                case "no-server-info" -> noServerInfo(parseBoolean(value));
+                case "metrics-text" -> metricsText(value);
                 default -> throw new IllegalArgumentException("unknown knob: " + name);
             }
         } catch (NumberFormatException e) {

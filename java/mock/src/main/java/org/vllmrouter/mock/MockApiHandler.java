@@ -159,6 +159,10 @@ final class MockApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
                 Replies.json(ctx, keepAlive, 200, root);
             }
             case "/get_server_info" -> {
+                if (k.noServerInfo()) {
+                    Replies.error(ctx, keepAlive, 404, "Not Found: " + path, worker.id());
+                    return;
+                }
                 ObjectNode root = Replies.JSON.createObjectNode();
                 root.put("worker_id", worker.id());
                 root.put("model", k.model());
@@ -177,6 +181,9 @@ final class MockApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
                 Replies.json(ctx, keepAlive, 200, root);
             }
             case "/kv_event_sources" -> Replies.json(ctx, keepAlive, 200, kvEventSources());
+            case "/metrics" -> Replies.text(ctx, keepAlive, 200, k.metricsText() != null ? k.metricsText()
+                    : "# TYPE vllm:cache_config_info gauge\nvllm:cache_config_info{block_size=\"" + k.blockSize()
+                    + "\",cache_dtype=\"auto\",enable_prefix_caching=\"True\"} 1.0\n");
             case "/get_load" -> Replies.json(ctx, keepAlive, 200,
                     Replies.JSON.createObjectNode().put("load", worker.inFlight()).put("worker_id", worker.id()));
             case "/load" -> Replies.json(ctx, keepAlive, 200,

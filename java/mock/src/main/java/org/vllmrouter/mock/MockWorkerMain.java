@@ -36,7 +36,7 @@ public final class MockWorkerMain {
               --random-fail-rate P --crash-on-request --health-fail-after-ms MS --unhealthy --hang
               --hang-health --slow-stream-ms MS --stream-chunks N --require-api-key KEY
               --block-size TOKENS --cache-blocks N --capture-limit N --max-payload-bytes N
-              --cpu-cache-blocks N
+              --cpu-cache-blocks N --no-server-info --metrics-text TEXT
             KV events (vLLM's ZeroMQ format; endpoints in GET /kv_event_sources):
               --kv-events --kv-topic T --kv-replay-topic-frame --kv-hash-bytes
               --kv-malformed-next N --kv-drop-next N --kv-restart-next

@@ -14,7 +14,7 @@ final class Routes {
     /** GET routes that describe the worker. */
     static final Set<String> INFO = Set.of(
             "/health", "/health_generate", "/v1/models", "/get_model_info", "/get_server_info",
-            "/get_load", "/load", "/kv_event_sources");
+            "/get_load", "/load", "/kv_event_sources", "/metrics");
 
     /** POST routes that act on the worker's cache. */
     static final Set<String> CACHE = Set.of("/flush_cache", "/reset_prefix_cache");
