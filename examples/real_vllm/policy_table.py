@@ -105,9 +105,7 @@ def kv_event_source(worker) -> str:
 
 def run(workers, policy: str, concurrent: bool, args) -> dict:
     extra = {}
-    if policy == "kv_aware" and not args.kv_discovery:
-        # Named publishers: the router's own discovery asks /get_server_info first, which this
-        # vLLM answers 404, and then subscribes to nothing.
+    if policy == "kv_aware" and args.kv_named_publishers:
         extra = dict(kv_event_source=[kv_event_source(w) for w in workers],
                      kv_event_block_size=setup_vllm.KV_BLOCK_TOKENS, kv_event_model=setup_vllm.MODEL_NAME)
     router_args = RouterArgs(port=0, prometheus_port=0, policy=policy, worker_urls=[w.url for w in workers],
@@ -148,8 +146,8 @@ def main() -> int:
     parser.add_argument("--answer-tokens", type=int, default=32)
     parser.add_argument("--kv-blocks", type=int, default=vllm_process.KV_BLOCKS)
     parser.add_argument("--policies", nargs="+", default=list(POLICIES))
-    parser.add_argument("--kv-discovery", action="store_true",
-                        help="kv_aware finds the publishers itself (no --kv-event-source)")
+    parser.add_argument("--kv-named-publishers", action="store_true",
+                        help="kv_aware is told the publishers by --kv-event-source instead of finding them itself")
     args = parser.parse_args()
 
     log_dir = Path(tempfile.mkdtemp(prefix="real-vllm-table-"))

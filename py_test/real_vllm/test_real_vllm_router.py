@@ -245,8 +245,6 @@ def test_kv_aware_places_on_the_holder_with_named_publishers(vllm_workers):
         assert place_follow_ups_on(router, vllm_workers, holder) == [holder] * 4
 
 
-@pytest.mark.xfail(strict=True, reason="the router asks /get_server_info for the block size before "
-                                       "subscribing; vLLM 0.32 answers it 404, so no subscription")
 def test_kv_aware_subscribes_itself_and_places_on_the_holder(vllm_workers):
     """kv_aware finds each worker's publisher through /kv_event_sources (its `tcp://*` endpoint
     mapped to the worker's host), with no publisher named."""

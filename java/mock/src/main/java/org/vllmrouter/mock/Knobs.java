@@ -43,6 +43,8 @@ public final class Knobs {
     private volatile boolean kvRestartNext;
     private volatile boolean engineModel;
     private volatile double timeScale = 1.0;
+    private volatile boolean noServerInfo;
+    private volatile String metricsText;
 
     /** Worker id reported in {@code X-Worker-Id} and {@code worker_id}; null means "worker-PORT". */
     public String workerId() { return workerId; }
@@ -210,6 +212,13 @@ public final class Knobs {
         timeScale = v;
         return this;
     }
+    /** {@code /get_server_info} answers 404, as vLLM 0.32's does. */
+    public boolean noServerInfo() { return noServerInfo; }
+    public Knobs noServerInfo(boolean v) { noServerInfo = v; return this; }
+
+    /** Non-null: the {@code /metrics} body, instead of a {@code vllm:cache_config_info} sample with the block size. */
+    public String metricsText() { return metricsText; }
+    public Knobs metricsText(String v) { metricsText = v; return this; }
 
     /** A new instance with the same values (each worker owns its knobs). */
     public Knobs copy() {
@@ -245,6 +254,8 @@ public final class Knobs {
         k.kvRestartNext = kvRestartNext;
         k.engineModel = engineModel;
         k.timeScale = timeScale;
+        k.noServerInfo = noServerInfo;
+        k.metricsText = metricsText;
         return k;
     }
 
@@ -252,7 +263,7 @@ public final class Knobs {
     static boolean isFlag(String name) {
         return switch (name) {
             case "crash-on-request", "hang", "hang-health", "unhealthy", "kv-events", "kv-replay-topic-frame",
-                 "kv-hash-bytes", "kv-restart-next", "engine-model" -> true;
+                 "kv-hash-bytes", "kv-restart-next", "engine-model", "no-server-info" -> true;
             default -> false;
         };
     }
@@ -296,6 +307,8 @@ public final class Knobs {
                 case "kv-restart-next" -> kvRestartNext(parseBoolean(value));
                 case "engine-model" -> engineModel(parseBoolean(value));
                 case "time-scale" -> timeScale(Double.parseDouble(value));
+                case "no-server-info" -> noServerInfo(parseBoolean(value));
+                case "metrics-text" -> metricsText(value);
                 default -> throw new IllegalArgumentException("unknown knob: " + name);
             }
         } catch (NumberFormatException e) {

@@ -162,6 +162,10 @@ final class MockApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
                 Replies.json(ctx, keepAlive, 200, root);
             }
             case "/get_server_info" -> {
+                if (k.noServerInfo()) {
+                    Replies.error(ctx, keepAlive, 404, "Not Found: " + path, worker.id());
+                    return;
+                }
                 ObjectNode root = Replies.JSON.createObjectNode();
                 root.put("worker_id", worker.id());
                 root.put("model", k.model());
@@ -180,7 +184,8 @@ final class MockApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
                 Replies.json(ctx, keepAlive, 200, root);
             }
             case "/kv_event_sources" -> Replies.json(ctx, keepAlive, 200, kvEventSources());
-            case "/metrics" -> Replies.text(ctx, keepAlive, 200, EngineMetrics.prometheus(worker));
+            case "/metrics" -> Replies.text(ctx, keepAlive, 200,
+                    k.metricsText() != null ? k.metricsText() : EngineMetrics.prometheus(worker));
             case "/engine_stats" -> {
                 if (worker.engine() == null) {
                     Replies.error(ctx, keepAlive, 404, "Not Found: this worker runs no engine model", worker.id());

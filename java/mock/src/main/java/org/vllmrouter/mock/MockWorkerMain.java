@@ -36,7 +36,7 @@ public final class MockWorkerMain {
               --random-fail-rate P --crash-on-request --health-fail-after-ms MS --unhealthy --hang
               --hang-health --slow-stream-ms MS --stream-chunks N --require-api-key KEY
               --block-size TOKENS --cache-blocks N --capture-limit N --max-payload-bytes N
-              --cpu-cache-blocks N
+              --cpu-cache-blocks N --no-server-info --metrics-text TEXT
             engine model (completions and chat from the rollout cost model, stepped on the wall clock):
               --engine-model --cache-blocks N (its KV capacity) --time-scale S (0.1: ten times faster)
             KV events (vLLM's ZeroMQ format; endpoints in GET /kv_event_sources):

@@ -10,21 +10,28 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
+import java.util.logging.Handler;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.vllmrouter.mock.MockConfig;
 import org.vllmrouter.mock.MockWorkers;
+import org.vllmrouter.server.kv.KvSources;
 import org.vllmrouter.server.proxy.WorkerTls;
 
 /** kv_aware over real sockets: mock workers publishing vLLM KV events, their render API, a kv_aware router. */
 @ExtendWith(NoLeaks.class)
 class KvAwareTest {
     private static final int BLOCK = 16;
+    private static final Logger KV_SOURCES_LOG = Logger.getLogger(KvSources.class.getName());
     private MockWorkers mock;
     private RouterServer router;
 
@@ -101,6 +108,56 @@ class KvAwareTest {
         start(MockConfig.builder().count(3), true);
         aPromptHeldByTheThirdWorkerGoesThere();
         assertEquals(0, mock.worker(0).captured("/kv_event_sources").size(), "static sources are not asked for");
+    }
+
+    @Test
+    void aVllmWithoutServerInfoIsSubscribedWithTheBlockSizeOfItsMetrics() throws Exception {
+        start(MockConfig.builder().count(3).all(k -> k.noServerInfo(true)));
+        aPromptHeldByTheThirdWorkerGoesThere();
+        assertEquals(1, mock.worker(2).captured("/metrics").size(), "the block size came from /metrics");
+        assertEquals(1, mock.worker(2).captured("/v1/models").size(), "the model came from /v1/models");
+    }
+
+    @Test
+    void aMalformedMetricsAnswerSubscribesNothingWarnsAndRequestsAreServed() throws Exception {
+        List<String> warned = Collections.synchronizedList(new ArrayList<>());
+        Handler capture = new Handler() {
+            @Override
+            public void publish(LogRecord record) {
+                warned.add(record.getMessage());
+            }
+
+            @Override
+            public void flush() {}
+
+            @Override
+            public void close() {}
+        };
+        KV_SOURCES_LOG.addHandler(capture);
+        try {
+            mock = MockWorkers.start(MockConfig.builder().count(2).all(k -> k.kvEvents(true).blockSize(BLOCK))
+                    .worker(1, k -> k.noServerInfo(true).metricsText("vllm:cache_config_info{block_size=16} 1.0\n"))
+                    .build());
+            Map<String, Object> cfg = Fixture.base(mock.urls());
+            cfg.put("policy", "kv_aware");
+            router = Fixture.start(cfg);
+            String bad = mock.urls().get(1);
+            String warning = "No KV events from " + bad + ", kv_aware gives it no prefix credit: GET /get_server_info"
+                    + " answered 404; /metrics vllm:cache_config_info has a malformed label set";
+            assertTrue(ResilienceTest.eventually(() -> warned.contains(warning)), warned.toString());
+        } finally {
+            KV_SOURCES_LOG.removeHandler(capture);
+        }
+        assertTrue(ResilienceTest.eventually(() -> !router.kvSources().sources().isEmpty()), "the first is subscribed");
+        assertEquals(List.of(mock.urls().get(0)), router.kvSources().sources().stream().map(s -> s.worker()).toList());
+
+        String body = completion("held-by-the-unsubscribed");
+        assertEquals(200, TestHttp.post(mock.urls().get(1) + "/v1/completions", body).statusCode());
+        HttpResponse<String> r = viaRouter(body);
+        assertEquals(200, r.statusCode(), r.body());
+        assertEquals(mock.worker(0).id(), r.headers().firstValue("X-Worker-Id").orElseThrow(),
+                "the holder gets no credit: load decides, and the first idle worker serves");
+        assertEquals(1.0, metric("vllm_router_kv_placement_lookups_total", "result=\"miss\""));
     }
 
     private void aPromptHeldByTheThirdWorkerGoesThere() throws Exception {

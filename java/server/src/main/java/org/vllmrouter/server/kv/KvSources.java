@@ -12,6 +12,8 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -32,7 +34,8 @@ import org.vllmrouter.server.worker.ControlClient;
 /**
  * The worker side of kv_aware: the KV-event subscriptions that fill the index {@link KvPlacement} reads. When a
  * worker registers (start-up, /add_worker, discovery), its {@code /get_server_info} gives the cache identity (model,
- * block size) and its {@code /kv_event_sources} the publishers, one subscriber per data-parallel rank; when it goes,
+ * block size) -- or, on a vLLM without that route, its {@code /metrics} and {@code /v1/models} do -- and its
+ * {@code /kv_event_sources} the publishers, one subscriber per data-parallel rank; when it goes,
  * its subscribers stop and its claims with them. That runs on one small thread, never an event loop, and a failure
  * only warns: the worker then gets no prefix credit. Sources are keyed by a worker's base URL, so the data-parallel
  * ranks {@code URL@r} of one worker share them.
@@ -103,10 +106,10 @@ public final class KvSources implements WorkerRegistry.Listener, AutoCloseable {
         if (configured != null) {
             executor.execute(() -> subscribeStatic(base, configured));
         } else {
-            client.send(control, HttpMethod.GET, base, "/get_server_info", null, null, CONTROL_TIMEOUT)
-                    .thenCompose(info -> client.send(control, HttpMethod.GET, base, "/kv_event_sources", null,
-                                    null, CONTROL_TIMEOUT)
-                            .thenApply(sources -> new WorkerReplies(info, sources)))
+            get(base, "/get_server_info")
+                    .thenComposeAsync(info -> identity(base, info), executor)
+                    .thenCompose(identity -> get(base, "/kv_event_sources")
+                            .thenApply(sources -> new WorkerReplies(identity, sources)))
                     .whenCompleteAsync((replies, error) -> subscribe(base, replies, error), executor);
         }
     }
@@ -143,7 +146,32 @@ public final class KvSources implements WorkerRegistry.Listener, AutoCloseable {
         LOG.info("KV events of " + UrlRedaction.redact(base) + " from the flags: " + endpoints.size() + " source(s)");
     }
 
-    private record WorkerReplies(ControlClient.Reply info, ControlClient.Reply sources) {
+    private CompletableFuture<ControlClient.Reply> get(String base, String path) {
+        return client.send(control, HttpMethod.GET, base, path, null, null, CONTROL_TIMEOUT);
+    }
+
+    /**
+     * The cache identity from {@code /get_server_info}, or, from a vLLM without it (0.32 answers 404) or whose answer
+     * has no block size, the block size of {@code /metrics} and the model of {@code /v1/models}. Runs on the executor.
+     */
+    private CompletableFuture<CacheIdentity> identity(String base, ControlClient.Reply info) {
+        String withoutInfo;
+        try {
+            return CompletableFuture.completedFuture(identityFrom(base, info));
+        } catch (IllegalStateException e) {
+            withoutInfo = e.getMessage();
+        }
+        CompletableFuture<ControlClient.Reply> metrics = get(base, "/metrics");
+        return get(base, "/v1/models").thenCombineAsync(metrics, (models, exposition) -> {
+            try {
+                return identityFromVllm(base, exposition, models);
+            } catch (IllegalStateException e) {
+                throw new IllegalStateException(withoutInfo + "; " + e.getMessage());
+            }
+        }, executor);
+    }
+
+    private record WorkerReplies(CacheIdentity identity, ControlClient.Reply sources) {
     }
 
     private void subscribe(String base, WorkerReplies replies, Throwable error) {
@@ -152,9 +180,10 @@ public final class KvSources implements WorkerRegistry.Listener, AutoCloseable {
         }
         try {
             if (error != null) {
-                throw new IllegalStateException(error.getMessage() == null ? error.toString() : error.getMessage());
+                Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
+                throw new IllegalStateException(cause.getMessage() == null ? cause.toString() : cause.getMessage());
             }
-            CacheIdentity identity = identityFrom(base, replies.info());
+            CacheIdentity identity = replies.identity();
             if (!replies.sources().ok()) {
                 throw new IllegalStateException("GET /kv_event_sources answered " + replies.sources().status());
             }
@@ -193,6 +222,32 @@ public final class KvSources implements WorkerRegistry.Listener, AutoCloseable {
         }
         if (model.isEmpty()) {
             LOG.warning("/get_server_info of " + UrlRedaction.redact(base) + " names no model; falling back to URL as model id");
+            model = base;
+        }
+        return new CacheIdentity(model, blockSize);
+    }
+
+    /** The identity vLLM 0.32 gives: {@code vllm:cache_config_info}'s block size, {@code /v1/models}' first id. */
+    private static CacheIdentity identityFromVllm(String base, ControlClient.Reply metrics, ControlClient.Reply models) {
+        if (!metrics.ok()) {
+            throw new IllegalStateException("GET /metrics answered " + metrics.status());
+        }
+        int blockSize = CacheConfigInfo.blockSize(new String(metrics.body(), StandardCharsets.UTF_8));
+        if (!models.ok()) {
+            throw new IllegalStateException("GET /v1/models answered " + models.status());
+        }
+        JsonNode data;
+        try {
+            data = JSON.readTree(models.body()).path("data");
+        } catch (IOException e) {
+            throw new IllegalStateException("/v1/models is not JSON");
+        }
+        if (!data.isArray() || (!data.isEmpty() && !data.get(0).path("id").isTextual())) {
+            throw new IllegalStateException("/v1/models has no data list of models with ids");
+        }
+        String model = data.isEmpty() ? "" : data.get(0).get("id").asText();
+        if (model.isEmpty()) {
+            LOG.warning("/v1/models of " + UrlRedaction.redact(base) + " names no model; falling back to URL as model id");
             model = base;
         }
         return new CacheIdentity(model, blockSize);
