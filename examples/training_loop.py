@@ -17,7 +17,7 @@ import urllib.request
 import uuid
 
 from vllm_router import Router, RouterArgs
-from vllm_router.demo import MockWorkers
+from vllm_router.mock_workers import MockWorkers
 
 
 def chat(router_url: str, session_id: str, messages: list) -> tuple:

@@ -41,9 +41,17 @@ import urllib.error
 import urllib.request
 from typing import Dict, List, Tuple
 
-from vllm_router.demo import MockWorkers, flush_caches
+from vllm_router.mock_workers import MockWorkers
 from vllm_router.router import Router
 from vllm_router.router_args import RouterArgs
+
+
+def flush_caches(worker_urls):
+    """Empties every worker's prefix cache, so no policy inherits the previous one's hits."""
+    for url in worker_urls:
+        urllib.request.urlopen(urllib.request.Request(url + "/flush_cache", data=b"", method="POST"),
+                               timeout=10).close()
+
 
 BLOCK = 16
 WORKER_KNOBS = {"kv-events": "true", "block-size": str(BLOCK)}

@@ -120,7 +120,7 @@ def main() -> None:
         child(options.child, options.calls, options.warmup)
         return
 
-    from vllm_router.demo import MockWorkers
+    from vllm_router.mock_workers import MockWorkers
 
     child_args = [os.path.abspath(__file__), "--calls", str(options.calls), "--warmup", str(options.warmup)]
     commands = {
