@@ -20,7 +20,6 @@ from typing import Optional
 
 from vllm_router.bridge import EngineConfigError, EngineStartupError
 
-_ENGINE_LOGGING = "org.vllmrouter.server.EngineLogging"
 _IN_PROCESS_ENGINES = "org.vllmrouter.host.InProcessEngines"
 _ROUTER_CONFIG = "org.vllmrouter.core.config.RouterConfig"
 _CONFIG_EXCEPTION = "org.vllmrouter.core.config.ConfigException"
@@ -53,8 +52,6 @@ def start_engine(config_json: str, startup_timeout: Optional[float] = None) -> "
     try:
         config = java.type(_ROUTER_CONFIG).fromJson(config_json)
         config.validate()
-        # log_level and log_dir, as the engine process applies them (the logging of this whole JVM).
-        java.type(_ENGINE_LOGGING).configure(config)
         engines = java.type(_IN_PROCESS_ENGINES)
         server = engines.start(config)
     except java.type(_CONFIG_EXCEPTION) as e:

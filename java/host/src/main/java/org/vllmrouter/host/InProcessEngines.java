@@ -6,6 +6,8 @@ import java.util.concurrent.ConcurrentHashMap;
 
 import org.vllmrouter.core.config.ConfigException;
 import org.vllmrouter.core.config.RouterConfig;
+import org.vllmrouter.core.settings.LoggingSettings;
+import org.vllmrouter.server.EngineLogging;
 import org.vllmrouter.server.RouterServer;
 import org.vllmrouter.server.RouterStartException;
 
@@ -25,8 +27,12 @@ public final class InProcessEngines {
 
     private InProcessEngines() {}
 
-    /** Starts an engine; returns once it listens. */
+    /**
+     * Starts an engine; returns once it listens. Its log_level and log_dir apply to this whole JVM's
+     * logging, as the engine process applies them to its own.
+     */
     public static RouterServer start(RouterConfig config) throws ConfigException, RouterStartException {
+        EngineLogging.configure(LoggingSettings.from(config));
         RouterServer server = RouterServer.start(config);
         RUNNING.add(server);
         return server;
