@@ -6,6 +6,7 @@
 # bridge, engine jar in python/vllm_router/_engine) for comparison. Each column is its own process.
 #
 #   java/host/scripts/measure-python-startup.sh [RUNS]     (after `mvn -pl java/host -am package`)
+#   DIST=/path/to/vllm-router-dist java/host/scripts/measure-python-startup.sh [RUNS]
 #
 # Round "cold" runs on a private copy of the distribution's python/ (no __pycache__), a new
 # class-data archive directory and a new GraalPy resource cache (the standard library extracted
@@ -17,7 +18,7 @@ set -euo pipefail
 runs=${1:-3}
 here=$(cd "$(dirname "$0")/.." && pwd)
 repo=$(cd "$here/../.." && pwd)
-dist=$here/target/vllm-router-dist
+dist=${DIST:-$here/target/vllm-router-dist}
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT INT TERM
 
