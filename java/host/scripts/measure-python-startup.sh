@@ -3,7 +3,8 @@
 # context (`-c pass`), the package's imports (`-c 'from vllm_router import Router, RouterArgs'`),
 # and a program that launches the engine over two mock workers and routes one request (the time to
 # the first routed request, plus the drain at exit); the same program under CPython (process
-# bridge, engine jar in python/vllm_router/_engine) for comparison. Each column is its own process.
+# bridge, engine jar in python/vllm_router/_engine, a Java 21+ as the package finds one, e.g.
+# VLLM_ROUTER_JAVA) for comparison. Each column is its own process.
 #
 #   java/host/scripts/measure-python-startup.sh [RUNS]     (after `mvn -pl java/host -am package`)
 #   DIST=/path/to/vllm-router-dist java/host/scripts/measure-python-startup.sh [RUNS]
