@@ -38,9 +38,15 @@ def test_bad_config_is_value_error_with_engine_message(engine_jar):
     assert str(excinfo.value).startswith("Configuration validation failed")
 
 
-def test_invalid_worker_url_is_value_error(engine_jar):
-    with pytest.raises(ValueError, match="URL must start with http://, https://, or grpc://"):
-        Router.from_args(RouterArgs(port=0, prometheus_port=0, worker_urls=["ftp://w:1"])).launch()
+@pytest.mark.parametrize("url, reason", [
+    ("ftp://w:1", "URL must start with http://, https://, or grpc://"),
+    ("http://127.0.0.1:0", "Port must be between 1 and 65535"),
+    ("http://:8000", "URL must have a valid host"),
+])
+def test_invalid_worker_url_is_value_error_naming_it(engine_jar, url, reason):
+    with pytest.raises(ValueError) as excinfo:
+        Router.from_args(RouterArgs(port=0, prometheus_port=0, worker_urls=[url])).launch()
+    assert str(excinfo.value) == f"Configuration validation failed: Invalid value for field 'worker_url': {url} - {reason}"
 
 
 def test_port_in_use_is_runtime_error(engine_jar):

@@ -1,6 +1,7 @@
 """`vllm-router python SCRIPT`: the training-loop example, mock workers included, prints the same
 under CPython (engine in a child JVM) and inside the launcher's JVM (engine in-process)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 LAUNCHER = REPO / "java" / "host" / "target" / "vllm-router-dist" / "bin" / "vllm-router"
 TRAINING_LOOP = REPO / "examples" / "training_loop.py"
+STDLIB_POSIX = Path(__file__).resolve().parent / "programs" / "stdlib_posix.py"
 RUN_TIMEOUT_SECS = 600
 
 
@@ -22,9 +24,9 @@ def launcher():
     return LAUNCHER
 
 
-def run(command: list) -> subprocess.CompletedProcess:
+def run(command: list, **extra_env) -> subprocess.CompletedProcess:
     # No start-up caches: the launcher would keep its class-data archive in the user's home.
-    env = {**os.environ, "VLLM_ROUTER_STARTUP_CACHE": "off"}
+    env = {**os.environ, "VLLM_ROUTER_STARTUP_CACHE": "off", **extra_env}
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=RUN_TIMEOUT_SECS)
 
 
@@ -38,3 +40,26 @@ def test_training_loop_prints_the_same_under_cpython_and_the_launcher(launcher, 
     assert "active sessions per worker: [2, 2, 1, 1]\nafter finish_session: [0, 0, 0, 0]\n" in cpython.stdout
     assert "3 turns on 1 worker(s)" in cpython.stdout
     assert hosted.stdout == cpython.stdout
+
+
+def test_sockets_processes_signals_and_proc_behave_as_under_cpython(launcher, engine_jar):
+    """One program runs every case (the launcher's start is the slow part) and prints a report."""
+    command = [str(STDLIB_POSIX)]
+    cpython = run([sys.executable, *command], EXPECTED_PPID=str(os.getpid()))
+    hosted = run([str(launcher), "python", *command], EXPECTED_PPID=str(os.getpid()))
+    assert cpython.returncode == 0, cpython.stderr
+    assert hosted.returncode == 0, hosted.stderr
+    ok = json.dumps({"status": "ok"})
+    assert json.loads(cpython.stdout) == {
+        "bound_port_before_listen": True,
+        "http_server_on_port_zero": {"port_known": True, "get": [200, ok]},
+        "create_server_echo": {"port_known": True, "echo": "PING"},
+        "selectors_readiness": {"idle": 0, "ready": ["a"], "read": "x"},
+        "subprocess_pipes": {"sh": [3, "THROUGH A PIPE"], "cat": [0, "cat says hi"]},
+        "socketserver_thread": "LINE\n",
+        "router_over_stdlib_workers": [[200, ok], [200, ok]],
+        "signal_handler": {"received": ["SIGUSR1"], "previous_default": True},
+        "parent_pid": True,
+        "proc_self": {"stat_pid": True, "status_pid": True, "ppid": True},
+    }
+    assert json.loads(hosted.stdout) == json.loads(cpython.stdout)

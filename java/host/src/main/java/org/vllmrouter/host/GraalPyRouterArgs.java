@@ -68,10 +68,20 @@ public final class GraalPyRouterArgs implements AutoCloseable {
     static Context.Builder contextBuilder(OutputStream out, OutputStream err) {
         VirtualFileSystem packaged = VirtualFileSystem.newBuilder().unixMountPoint(VFS_MOUNT_POINT).build();
         return GraalPyResources.contextBuilder(packaged)
-                .engine(SharedEngine.ENGINE)
-                .allowHostClassLookup(className -> className.startsWith("org.vllmrouter."))
+                .engine(sharedEngine())
+                .allowHostClassLookup(GraalPyRouterArgs::isRouterClass)
                 .out(Objects.requireNonNull(out))
                 .err(Objects.requireNonNull(err));
+    }
+
+    /** The Truffle engine every GraalPy context of this JVM runs on. */
+    static Engine sharedEngine() {
+        return SharedEngine.ENGINE;
+    }
+
+    /** The host classes Python may look up ({@code java.type(...)}): the router's own. */
+    static boolean isRouterClass(String className) {
+        return className.startsWith("org.vllmrouter.");
     }
 
     /**

@@ -1,7 +1,5 @@
 package org.vllmrouter.host;
 
-import java.io.FileDescriptor;
-import java.io.FileOutputStream;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -54,7 +52,6 @@ final class PythonCommand implements Callable<Integer> {
         }
         // The engine logs as it does in its own process (the process bridge's child JVM).
         EngineLogging.useOneLineFormat();
-        return PythonProgram.run(commandLine, System.in, new FileOutputStream(FileDescriptor.out),
-                new FileOutputStream(FileDescriptor.err));
+        return PythonProgram.runAsThisProcess(commandLine);
     }
 }

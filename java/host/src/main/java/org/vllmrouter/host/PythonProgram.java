@@ -1,6 +1,9 @@
 package org.vllmrouter.host;
 
 import java.io.File;
+import java.io.FileDescriptor;
+import java.io.FileInputStream;
+import java.io.FileOutputStream;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.PrintStream;
@@ -11,9 +14,11 @@ import java.util.List;
 
 import org.graalvm.polyglot.Context;
 import org.graalvm.polyglot.EnvironmentAccess;
+import org.graalvm.polyglot.HostAccess;
 import org.graalvm.polyglot.PolyglotException;
 import org.graalvm.polyglot.Source;
 import org.graalvm.polyglot.Value;
+import org.graalvm.polyglot.io.IOAccess;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -27,6 +32,15 @@ import com.fasterxml.jackson.databind.ObjectMapper;
  * <p>The packaged {@code vllm_router} comes first on {@code sys.path}, ahead of
  * {@code --python-path} and {@code PYTHONPATH}, so the Python surface always matches the engine
  * in this JVM; under GraalPy it picks {@code bridge.graal} and starts the engine here.
+ *
+ * <p>The launcher runs the program as this process ({@link #runAsThisProcess}): on GraalPy's native
+ * POSIX backend, so {@code socket}, {@code select}, {@code os}, {@code signal} and {@code /proc}
+ * are the operating system's as under CPython (the Java backend, for one, reports port 0 for a socket
+ * bound to port 0 until it listens, and has no {@code os.getppid()}). That backend reads and writes
+ * file descriptors 0, 1 and 2 whatever streams the context is given, and only sees real files, so
+ * the packaged sources come from the distribution's {@code python/} directory, where GraalPy keeps
+ * their bytecode as CPython does. A program given other streams ({@link #run}, for embedding and
+ * tests) runs on the Java backend with the sources in the jar's virtual filesystem.
  */
 final class PythonProgram {
 
@@ -36,12 +50,46 @@ final class PythonProgram {
      */
     static final String LAUNCHER_PROPERTY = "vllm.router.launcher";
 
+    /** Set by the distribution's script to its {@code python/} directory: the packaged sources as files. */
+    static final String SOURCES_PROPERTY = "vllm.router.python.sources";
+
     /** The exit status of a program ended by an uncaught KeyboardInterrupt, as a shell reports CPython's. */
     static final int KEYBOARD_INTERRUPT_STATUS = 130;
 
     private static final ObjectMapper JSON = new ObjectMapper();
 
     private PythonProgram() {}
+
+    /**
+     * Runs the program as this process: its standard streams are file descriptors 0, 1 and 2, and
+     * the operating system's POSIX calls are the program's (the native backend). Needs the packaged
+     * sources as files ({@value #SOURCES_PROPERTY}); without them the program runs as {@link #run}
+     * runs it, on this process's streams.
+     */
+    static int runAsThisProcess(PythonCommandLine commandLine) {
+        OutputStream err = new FileOutputStream(FileDescriptor.err);
+        String sources = System.getProperty(SOURCES_PROPERTY);
+        if (sources == null) {
+            return run(commandLine, new FileInputStream(FileDescriptor.in), new FileOutputStream(FileDescriptor.out), err);
+        }
+        Context.Builder builder = Context.newBuilder("python")
+                .engine(GraalPyRouterArgs.sharedEngine())
+                .allowHostAccess(HostAccess.ALL)
+                .allowHostClassLookup(GraalPyRouterArgs::isRouterClass)
+                .allowIO(IOAccess.ALL)
+                .allowNativeAccess(true)
+                .allowCreateThread(true)
+                .option("python.PosixModuleBackend", "native")
+                // GraalPy warns that the native backend ignores the context's streams: it is this process.
+                .option("log.python.level", "SEVERE")
+                .option("python.ForceImportSite", "true")
+                // As CPython: bytecode of the imported modules is kept in __pycache__ and reused.
+                .option("python.DontWriteBytecodeFlag", "false")
+                .err(err);
+        try (Context context = programOptions(builder, commandLine, sources).build()) {
+            return runProgram(context, commandLine, err);
+        }
+    }
 
     /**
      * Runs the program with the given standard streams (the launcher's are this process's file
@@ -52,21 +100,22 @@ final class PythonProgram {
         // Closing the context waits for non-daemon threads, runs the atexit handlers and flushes
         // sys.stdout and sys.stderr, as the interpreter does at exit. A router the program left
         // running drains when the JVM exits (InProcessEngines).
-        try (Context context = contextFor(commandLine, in, out, err)) {
+        Context.Builder builder = GraalPyRouterArgs.contextBuilder(out, err).in(in);
+        try (Context context = programOptions(builder, commandLine, GraalPyRouterArgs.PACKAGED_SOURCES).build()) {
             return runProgram(context, commandLine, err);
         }
     }
 
-    private static Context contextFor(PythonCommandLine commandLine, InputStream in, OutputStream out, OutputStream err) {
+    /** What {@code python} gives a program: argv, sys.path, sys.executable, the environment, processes, signals. */
+    private static Context.Builder programOptions(Context.Builder builder, PythonCommandLine commandLine, String sources) {
         List<String> sysPath = new ArrayList<>();
-        sysPath.add(GraalPyRouterArgs.PACKAGED_SOURCES);
+        sysPath.add(sources);
         sysPath.addAll(commandLine.pythonPath());
         String fromEnvironment = System.getenv("PYTHONPATH");
         if (fromEnvironment != null && !fromEnvironment.isEmpty()) {
             sysPath.add(fromEnvironment);
         }
-        return GraalPyRouterArgs.contextBuilder(out, err)
-                .in(in)
+        return builder
                 .allowCreateProcess(true)
                 .allowEnvironmentAccess(EnvironmentAccess.INHERIT)
                 .arguments("python", commandLine.argv().toArray(String[]::new))
@@ -76,8 +125,7 @@ final class PythonProgram {
                         : "")
                 .option("python.Executable", System.getProperty(LAUNCHER_PROPERTY, "vllm-router"))
                 // SIGINT raises KeyboardInterrupt in the main thread; signal.signal() works.
-                .option("python.InstallSignalHandlers", "true")
-                .build();
+                .option("python.InstallSignalHandlers", "true");
     }
 
     private static int runProgram(Context context, PythonCommandLine commandLine, OutputStream err) {

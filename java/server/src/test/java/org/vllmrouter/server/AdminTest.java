@@ -105,6 +105,25 @@ class AdminTest {
     }
 
     @Test
+    void aUrlNoWorkerCanAnswerOnIsRefusedAtOnce() throws Exception {
+        Map<String, String> refused = Map.of(
+                "http://127.0.0.1:0", "Invalid worker URL http://127.0.0.1:0: Port must be between 1 and 65535",
+                "http://:8000", "Invalid worker URL http://:8000: URL must have a valid host",
+                "ftp://w:8000", "URL must start with http://, https://, or grpc://");
+        for (Map.Entry<String, String> e : refused.entrySet()) {
+            String encoded = java.net.URLEncoder.encode(e.getKey(), java.nio.charset.StandardCharsets.UTF_8);
+            HttpResponse<String> query = TestHttp.post(base + "/add_worker?url=" + encoded, "", AUTH);
+            assertEquals(400, query.statusCode(), e.getKey());
+            assertEquals(e.getValue(), query.body());
+            HttpResponse<String> rest = TestHttp.post(base + "/workers", "{\"url\": \"" + e.getKey() + "\"}", AUTH);
+            assertEquals(400, rest.statusCode(), e.getKey());
+            assertEquals(e.getValue(), TestHttp.json(rest).get("error").asText());
+        }
+        String listed = TestHttp.get(base + "/list_workers", AUTH).body();
+        refused.keySet().forEach(url -> assertTrue(!listed.contains(url), listed));
+    }
+
+    @Test
     void workerManagement() throws Exception {
         String third = mock.urls().get(2);
         JsonNode listed = TestHttp.json(TestHttp.get(base + "/list_workers", AUTH));

@@ -1,8 +1,6 @@
 package org.vllmrouter.core.config;
 
 import com.fasterxml.jackson.core.io.JsonStringEncoder;
-import java.net.URI;
-import java.net.URISyntaxException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -342,20 +340,9 @@ final class ConfigValidator {
     /** Upstream's URL rules: non-empty, http/https/grpc scheme, parseable, with a host. */
     static void validateUrls(List<String> urls) throws ConfigException {
         for (String url : urls) {
-            if (url == null || url.isEmpty()) {
-                throw invalid("worker_url", "", "URL cannot be empty");
-            }
-            if (!url.startsWith("http://") && !url.startsWith("https://") && !url.startsWith("grpc://")) {
-                throw invalid("worker_url", url, "URL must start with http://, https://, or grpc://");
-            }
-            URI uri;
-            try {
-                uri = new URI(url);
-            } catch (URISyntaxException e) {
-                throw invalid("worker_url", url, "Invalid URL format: " + e.getReason());
-            }
-            if (!hasHost(uri)) {
-                throw invalid("worker_url", url, "URL must have a valid host");
+            String problem = WorkerUrl.problem(url);
+            if (problem != null) {
+                throw invalid("worker_url", url == null ? "" : url, problem);
             }
         }
     }
@@ -374,22 +361,6 @@ final class ConfigValidator {
         if (host.isEmpty() || (host.contains(":") && !bracketed) || port < 1 || port > 65535) {
             throw invalid(field, value, "Expected HOST:PORT with a port between 1 and 65535 (e.g. 0.0.0.0:30001)");
         }
-    }
-
-    private static boolean hasHost(URI uri) {
-        if (uri.getHost() != null) {
-            return true;
-        }
-        // java.net.URI leaves the host null for names it does not accept as server-based (e.g. with '_'),
-        // which upstream's URL parser takes as hosts.
-        String authority = uri.getRawAuthority();
-        if (authority == null) {
-            return false;
-        }
-        String hostPort = authority.substring(authority.lastIndexOf('@') + 1);
-        int colon = hostPort.lastIndexOf(':');
-        String host = colon >= 0 && !hostPort.endsWith("]") ? hostPort.substring(0, colon) : hostPort;
-        return !host.isEmpty();
     }
 
     private static boolean isGrpc(List<String> urls) {

@@ -16,6 +16,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.vllmrouter.core.settings.HealthSettings;
 import org.vllmrouter.core.config.UrlRedaction;
+import org.vllmrouter.core.config.WorkerUrl;
 import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRegistry;
 import org.vllmrouter.core.worker.WorkerRole;
@@ -92,6 +93,10 @@ final class WorkerRoutes {
     private CompletableFuture<String> addWorker(EventLoop loop, String url) {
         if (!url.startsWith("http://") && !url.startsWith("https://")) {
             return CompletableFuture.completedFuture("URL must start with http://, https://, or grpc://");
+        }
+        String problem = WorkerUrl.problem(url);
+        if (problem != null) {
+            return CompletableFuture.completedFuture("Invalid worker URL " + UrlRedaction.redact(url) + ": " + problem);
         }
         List<Worker> created;
         try {

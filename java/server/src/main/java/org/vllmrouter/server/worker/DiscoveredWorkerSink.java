@@ -4,6 +4,8 @@ import io.netty.channel.EventLoop;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import org.vllmrouter.core.config.UrlRedaction;
+import org.vllmrouter.core.config.WorkerUrl;
 import org.vllmrouter.core.settings.HealthSettings;
 import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.core.worker.WorkerRegistry;
@@ -33,6 +35,11 @@ public final class DiscoveredWorkerSink implements WorkerSink {
 
     @Override
     public CompletableFuture<Outcome> add(String url, WorkerRole role, Integer bootstrapPort) {
+        String problem = WorkerUrl.problem(url);
+        if (problem != null) {
+            return CompletableFuture.failedFuture(
+                    new IllegalArgumentException("Invalid worker URL " + UrlRedaction.redact(url) + ": " + problem));
+        }
         List<Worker> created = factory.create(url, role, bootstrapPort);
         if (workers.get(created.get(0).url()).isPresent()) {
             return CompletableFuture.completedFuture(Outcome.ALREADY_REGISTERED);
