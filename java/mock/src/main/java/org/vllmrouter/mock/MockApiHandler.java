@@ -10,15 +10,9 @@ import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.SimpleChannelInboundHandler;
 import io.netty.handler.codec.http.DefaultHttpContent;
-import io.netty.handler.codec.http.DefaultHttpResponse;
 import io.netty.handler.codec.http.FullHttpRequest;
-import io.netty.handler.codec.http.HttpHeaderNames;
-import io.netty.handler.codec.http.HttpHeaderValues;
 import io.netty.handler.codec.http.HttpMethod;
-import io.netty.handler.codec.http.HttpResponse;
-import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpUtil;
-import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.LastHttpContent;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -263,14 +257,7 @@ final class MockApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
      */
     private void startStream(ChannelHandlerContext ctx, boolean keepAlive, Generation g) {
         after(ctx, g.prefillMicros(), () -> {
-            HttpResponse head = new DefaultHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.OK);
-            head.headers().set(HttpHeaderNames.CONTENT_TYPE, "text/event-stream");
-            head.headers().set(HttpHeaderNames.CACHE_CONTROL, HttpHeaderValues.NO_CACHE);
-            HttpUtil.setTransferEncodingChunked(head, true);
-            if (!keepAlive) {
-                head.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
-            }
-            ctx.write(head);
+            ctx.write(Replies.sseHead(keepAlive));
             streamChunk(ctx, keepAlive, g, 0, worker.knobs().streamChunks());
         });
     }

@@ -8,10 +8,13 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.http.DefaultFullHttpResponse;
+import io.netty.handler.codec.http.DefaultHttpResponse;
 import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaderValues;
+import io.netty.handler.codec.http.HttpResponse;
 import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
 import java.nio.charset.StandardCharsets;
 
@@ -21,6 +24,18 @@ final class Replies {
     static final ObjectMapper JSON = new ObjectMapper();
 
     private Replies() {}
+
+    /** The head of an SSE answer, chunked; it closes the connection after the stream unless {@code keepAlive}. */
+    static HttpResponse sseHead(boolean keepAlive) {
+        HttpResponse head = new DefaultHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.OK);
+        head.headers().set(HttpHeaderNames.CONTENT_TYPE, "text/event-stream");
+        head.headers().set(HttpHeaderNames.CACHE_CONTROL, HttpHeaderValues.NO_CACHE);
+        HttpUtil.setTransferEncodingChunked(head, true);
+        if (!keepAlive) {
+            head.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+        }
+        return head;
+    }
 
     static void json(ChannelHandlerContext ctx, boolean keepAlive, int status, JsonNode body) {
         byte[] bytes;
