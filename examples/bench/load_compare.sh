@@ -10,6 +10,10 @@
 #   router         this tree's router
 #   router-base    the router of BASE_TREE (an older build, for "does main route as fast as it did")
 #   router-before  the router of BEFORE_TREE (e.g. `git archive main | tar -x -C DIR`), for before/after
+#   router-trace   this tree's router with --enable-trace, sampling 1.0, exporting every span over OTLP
+#                  HTTP/protobuf to a live sink (an nginx server answering 200; BACKEND=nginx only)
+#   router-trace-down  the same with the collector down (gRPC, as upstream, to a port nobody listens on):
+#                  every export fails, the queue fills and spans are dropped (docs/perf/tracing.md)
 # The Rust and our routers start the way a user starts them, `python -m vllm_router.launch_router
 # --policy sticky_least_loaded ...`, so CPU and memory count the whole process tree (the Python process
 # holding the Rust library; ours: the engine JVM, which takes the command's process, or, for an older tree,
@@ -80,6 +84,7 @@
 #                        by program. 0 is how a trainer runs the router (its child, in its session) and what
 #                        earlier results used. The choice moves the result (docs/perf/event-loops.md).
 #
+# Tracing's cost (docs/perf/tracing.md): ROUNDS=6 CONCURRENCIES=16 ARMS="haproxy router router-trace router-trace-down"
 # Quick check:  ARM_WARMUP_S=3 LEVEL_WARMUP_S=1 DURATION_S=3 ARMS="direct haproxy router" examples/bench/load_compare.sh
 set -euo pipefail
 
@@ -120,6 +125,9 @@ if [[ -z "${ROUTER_PYTHON:-}" ]]; then
 fi
 
 BACKEND_PORTS=($((BASE_PORT + 1)) $((BASE_PORT + 2)))
+# router-trace's span sink (served by the nginx backends' process) and router-trace-down's dead collector.
+COLLECTOR_PORT=$((BASE_PORT + 3))
+DEAD_COLLECTOR_PORT=$((BASE_PORT + 4))
 PROXY_PORT=$((BASE_PORT + 10))
 METRICS_PORT=$((BASE_PORT + 11))
 SSE_SMALL_BYTES=2048
@@ -231,6 +239,12 @@ PY
       echo "    location / { default_type application/json; return 200 '{\"status\":\"ok\"}'; }"
       echo "  }"
     done
+    # The span sink of router-trace: accepts every OTLP/HTTP export and drops it.
+    echo "  server {"
+    echo "    listen 127.0.0.1:$COLLECTOR_PORT;"
+    echo "    client_max_body_size 64m;"
+    echo "    location / { return 200; }"
+    echo "  }"
     echo "}"
   } > "$WORK/nginx-backend.conf"
   $DETACH "$(nginx_bin)" -p "$WORK" -e "$WORK/nginx-backend.err" -c "$WORK/nginx-backend.conf" -g 'daemon off;' \
@@ -331,18 +345,20 @@ start_rust() {
 }
 
 # start_our_router TREE: that tree's launcher and engine jar, started as a user starts them.
+# start_our_router TREE [FLAGS] [ENV]: TREE's router, with FLAGS after the common ones and ENV (NAME=VALUE ...)
+# in its environment.
 start_our_router() {
-  local tree=$1
+  local tree=$1 flags=${2:-} extra_env=${3:-}
   local jar="$tree/java/host/target/vllm-router-engine.jar"
   if [[ ! -f "$jar" ]]; then
     log "building the engine jar of $tree"
     (cd "$tree" && mvn -B -ntp -o -q -pl java/host -am package -DskipTests >&2)
   fi
-  local env="PYTHONPATH=$tree/python VLLM_ROUTER_ENGINE_JAR=$jar VLLM_ROUTER_JAVA=$JAVA XDG_CACHE_HOME=$CLASS_CACHE_HOME"
+  local env="PYTHONPATH=$tree/python VLLM_ROUTER_ENGINE_JAR=$jar VLLM_ROUTER_JAVA=$JAVA XDG_CACHE_HOME=$CLASS_CACHE_HOME $extra_env"
   # The start-up cache a user's `make` builds; built here, before the arm starts, so that no
   # background build runs during a measurement.
   (eval "env $env $ROUTER_PYTHON -m vllm_router.bridge.class_cache") >&2 || true
-  spawn "env $env $ROUTER_PYTHON -m vllm_router.launch_router $(launch_flags)"
+  spawn "env $env $ROUTER_PYTHON -m vllm_router.launch_router $(launch_flags) $flags"
 }
 
 # spawn COMMAND: starts the arm's proxy (exec, so the pid held is the tree's root) and waits for its
@@ -499,6 +515,13 @@ start_arm() {
     rust) start_rust || started_ok=0 ;;
     router) start_our_router "$ROOT" || started_ok=0 ;;
     router-base) start_our_router "$BASE_TREE" || started_ok=0 ;;
+    router-trace)
+      if [[ "$BACKEND" != nginx ]]; then log "router-trace needs BACKEND=nginx (its span sink)"; return 1; fi
+      start_our_router "$ROOT" "--enable-trace --otlp-traces-endpoint http://127.0.0.1:$COLLECTOR_PORT --otel-sampling-ratio 1.0" \
+          "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf" || started_ok=0 ;;
+    router-trace-down)
+      start_our_router "$ROOT" "--enable-trace --otlp-traces-endpoint 127.0.0.1:$DEAD_COLLECTOR_PORT --otel-sampling-ratio 1.0" \
+          || started_ok=0 ;;
     router-before)
       if [[ -z "$BEFORE_TREE" ]]; then log "router-before needs BEFORE_TREE"; return 1; fi
       start_our_router "$BEFORE_TREE" || started_ok=0 ;;

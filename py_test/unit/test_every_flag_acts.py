@@ -194,6 +194,19 @@ FLAGS = {
     "session_id_body_fields": acts("SessionSettings", "test_end_to_end.py::test_chosen_session_header_and_session_bound"),
     "max_sessions": acts("SessionSettings", "FaultSuiteTest#distinctSessionIdsBeyondMaxSessionsAreEvictedNotKept",
                          "test_end_to_end.py::test_chosen_session_header_and_session_bound"),
+    "enable_trace": acts("TracingSettings",
+                         "TracingTest#theServerSpanContinuesTheClientsTraceAndTheWorkerGetsTheClientSpansContext",
+                         "TracingTest#withTracingOffTraceHeadersGoToTheWorkerVerbatim"),
+    "otlp_traces_endpoint": acts("TracingSettings",
+                                 "TracingTest#theServerSpanContinuesTheClientsTraceAndTheWorkerGetsTheClientSpansContext",
+                                 "TracingSettingsTest#aMalformedEndpointIsUpstreamsExporterError",
+                                 "test_tracing_flags.py::test_a_malformed_endpoint_is_a_start_error"),
+    "otel_sampling_ratio": acts("TracingSettings",
+                                "TracingTest#samplingRatioZeroFollowsOnlyASampledClientAndExcludedPathsAreNeverTraced",
+                                "TracingSettingsTest#aSamplingRatioOutsideZeroToOneIsUpstreamsError",
+                                "test_tracing_flags.py::test_a_sampling_ratio_outside_zero_to_one_is_a_start_error"),
+    "otel_excluded_paths": acts("TracingSettings",
+                                "TracingTest#samplingRatioZeroFollowsOnlyASampledClientAndExcludedPathsAreNeverTraced"),
 }
 
 # Fields without a flag of their own: from_cli_args sets them (a config file may still give them).

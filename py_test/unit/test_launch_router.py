@@ -217,9 +217,11 @@ class TestRouterMapping:
                         prefill_policy=None, prefill_urls=None, decode_urls=None, enable_trace=False)
         assert json.loads(router.config_json)["policy"] == "sticky_least_loaded"
 
-    def test_native_unsupported_tracing(self):
-        with pytest.raises(ValueError, match="enable_trace"):
-            Router(worker_urls=[], enable_trace=True)
+    def test_native_tracing_keywords_reach_the_config(self):
+        config = json.loads(Router(worker_urls=[], enable_trace=True,
+                                   otlp_traces_endpoint="collector:4317").config_json)
+        assert config["enable_trace"] is True
+        assert config["otlp_traces_endpoint"] == "collector:4317"
 
     def test_native_unknown_keyword(self):
         with pytest.raises(TypeError):

@@ -36,11 +36,6 @@ def policy_from_str(policy_str: str | None) -> PolicyType | None:
     return {policy.value: policy for policy in PolicyType}[policy_str]
 
 
-# Keyword parameters of upstream's native Router that RouterArgs does not have. Upstream's Python
-# launcher never sets them; tracing is not implemented by this engine, so only defaults pass.
-_NATIVE_ONLY_DEFAULTS = {"enable_trace": False, "otlp_traces_endpoint": None}
-
-
 def native_router_kwargs(args: RouterArgs) -> dict:
     """The native Router's keyword arguments for a RouterArgs, mapped as upstream's
     `Router.from_args` maps them; `args` is not modified."""
@@ -61,10 +56,6 @@ def native_router_kwargs(args: RouterArgs) -> dict:
 def router_args_from_native_kwargs(kwargs: dict) -> RouterArgs:
     """Native-Router keyword arguments -> RouterArgs (the one thing that is serialised)."""
     values = dict(kwargs)
-    for name, default in _NATIVE_ONLY_DEFAULTS.items():
-        value = values.pop(name, default)
-        if value != default:
-            raise ValueError(f"{name} is not supported by this router engine")
     values.pop("mini_lb", None)
     for name in ("policy", "prefill_policy", "decode_policy"):
         if isinstance(values.get(name), PolicyType):

@@ -40,6 +40,8 @@ DEFAULT_SESSION_ID_HEADERS = [
     "x-session-id", "x-user-id", "x-tenant-id", "x-correlation-id", "x-request-id", "x-trace-id",
 ]
 DEFAULT_SESSION_ID_BODY_FIELDS = ["session_params.session_id", "user", "session_id", "user_id"]
+# Paths whose requests are never traced: 0.1.17's default for --otel-excluded-paths.
+DEFAULT_OTEL_EXCLUDED_PATHS = ["/health", "/health_generate", "/liveness", "/readiness"]
 # Fields whose value must lie within bounds (0.1.17's), and the message when it does not. The engine
 # takes both from the config contract, so a config file it reads is held to the same words.
 FIELD_RANGES = {"kv_aware_session_affinity_ttl_secs": (1, 31536000)}
@@ -212,6 +214,13 @@ class RouterArgs:
     session_id_body_fields: list[str] = field(
         default_factory=lambda: list(DEFAULT_SESSION_ID_BODY_FIELDS))
     max_sessions: int = 1_000_000
+
+    # OpenTelemetry traces: 0.1.17's Rust command line and native Router (enable_trace,
+    # otlp_traces_endpoint); its Python launcher has no such flags.
+    enable_trace: bool = False
+    otlp_traces_endpoint: str | None = None
+    otel_sampling_ratio: float = 1.0
+    otel_excluded_paths: list[str] = field(default_factory=lambda: list(DEFAULT_OTEL_EXCLUDED_PATHS))
 
     @staticmethod
     def add_cli_args(
@@ -461,6 +470,17 @@ class RouterArgs:
         parser.add_argument(f"--{p}max-sessions", type=int, default=RouterArgs.max_sessions,
                             help="Sticky sessions kept per policy; when full, a new session "
                                  "evicts the least recently used one")
+        parser.add_argument(f"--{p}enable-trace", action="store_true",
+                            help="Export OpenTelemetry spans of each request (OTLP)")
+        parser.add_argument(f"--{p}otlp-traces-endpoint", type=str, default=None, metavar="URL",
+                            help="OTLP collector the spans go to; host:port means http://host:port "
+                                 "(default: $OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4317)")
+        parser.add_argument(f"--{p}otel-sampling-ratio", type=float, default=RouterArgs.otel_sampling_ratio,
+                            help="Share of new traces sampled, 0.0-1.0 (a client's sampled parent "
+                                 "is always followed)")
+        parser.add_argument(f"--{p}otel-excluded-paths", type=str, nargs="*", metavar="PATH",
+                            default=list(DEFAULT_OTEL_EXCLUDED_PATHS),
+                            help="Request paths that are never traced")
 
     @classmethod
     def from_cli_args(cls, args: argparse.Namespace, use_router_prefix: bool = False) -> "RouterArgs":

@@ -21,6 +21,7 @@ import org.vllmrouter.server.http.InFlightRequests;
 import org.vllmrouter.server.http.RequestGuard;
 import org.vllmrouter.server.http.RequestIdHandler;
 import org.vllmrouter.server.metrics.RouterMetrics;
+import org.vllmrouter.server.trace.RequestTracer;
 import org.vllmrouter.server.route.RouteTable;
 
 /**
@@ -42,9 +43,10 @@ final class RouterChannelInitializer extends ChannelInitializer<Channel> {
     private final ChannelGroup connections;
     private final CorsConfig cors;
     private final int maxBody;
+    private final RequestTracer tracer;
 
     RouterChannelInitializer(ServerSettings config, RouteTable routes, InFlightRequests inFlight, RouterMetrics metrics,
-                             Duration clientReadTimeout, ChannelGroup connections) {
+                             Duration clientReadTimeout, ChannelGroup connections, RequestTracer tracer) {
         this.config = config;
         this.routes = routes;
         this.inFlight = inFlight;
@@ -53,6 +55,7 @@ final class RouterChannelInitializer extends ChannelInitializer<Channel> {
         this.connections = connections;
         this.cors = corsConfig(config.corsAllowedOrigins());
         this.maxBody = (int) Math.min(Integer.MAX_VALUE, config.maxPayloadSize());
+        this.tracer = tracer;
     }
 
     @Override
@@ -67,7 +70,7 @@ final class RouterChannelInitializer extends ChannelInitializer<Channel> {
         p.addLast(new RequestGuard());
         p.addLast(new CorsHandler(cors));
         p.addLast(new BodyAggregator(maxBody));
-        p.addLast(new FrontendHandler(routes, inFlight, metrics, readDeadline::requestRead));
+        p.addLast(new FrontendHandler(routes, inFlight, metrics, readDeadline::requestRead, tracer));
     }
 
     private static CorsConfig corsConfig(List<String> origins) {

@@ -61,6 +61,7 @@ import org.vllmrouter.server.kv.KvSources;
 import org.vllmrouter.server.metrics.MetricsHandler;
 import org.vllmrouter.server.metrics.RouterMetrics;
 import org.vllmrouter.server.metrics.TrajectoryMetrics;
+import org.vllmrouter.server.trace.RequestTracer;
 import org.vllmrouter.server.proxy.Proxy;
 import org.vllmrouter.server.proxy.Transport;
 import org.vllmrouter.server.proxy.WorkerCalls;
@@ -214,6 +215,14 @@ public final class RouterServer implements AutoCloseable {
             WorkerRegistry workers = new WorkerRegistry();
             RouterMetrics metrics = new RouterMetrics(workers::all, policies::sessionStats, sessionStore::degraded);
             trajectories.register(metrics.registry());
+            RequestTracer tracer = RequestTracer.of(settings.tracing(), metrics.registry());
+            // Closed after the requests in flight ended, so their spans are among the last export.
+            parts.add(tracer::close);
+            if (settings.tracing().enabled()) {
+                LOG.info("Tracing: spans to " + settings.tracing().endpoint() + " over "
+                        + settings.tracing().protocol().wireName()
+                        + ", sampling ratio " + settings.tracing().samplingRatio());
+            }
             WorkerCalls calls = new WorkerCalls(metrics);
             Proxy proxy = new Proxy(workers, calls, metrics, settings.server().requestTimeoutSecs(), workerTls,
                     connections);
@@ -264,7 +273,7 @@ public final class RouterServer implements AutoCloseable {
             options.beforeListening().run();
             Channel listener = bind(group, settings.server().host(), settings.server().port(),
                     new RouterChannelInitializer(settings.server(), routes, inFlight, metrics,
-                            options.clientReadTimeout(), connections),
+                            options.clientReadTimeout(), connections, tracer),
                     "router");
             parts.add(() -> awaitLoop(listener.close(), LISTENER_CLOSE_MILLIS, "The router port's listener did not close"));
             Channel metricsListener = bind(group, settings.metrics().host(), settings.metrics().port(),

@@ -100,7 +100,11 @@ public record RouterConfig(
         String sessionStore,
         List<String> sessionIdHeaders,
         List<String> sessionIdBodyFields,
-        int maxSessions) {
+        int maxSessions,
+        boolean enableTrace,
+        String otlpTracesEndpoint,
+        double otelSamplingRatio,
+        List<String> otelExcludedPaths) {
 
     /** Prometheus port used when {@code prometheus_port} is null: the flag's default (upstream always starts it). */
     public static final int DEFAULT_PROMETHEUS_PORT =
@@ -129,6 +133,7 @@ public record RouterConfig(
         apiKeyValidationUrls = unmodifiable(apiKeyValidationUrls);
         sessionIdHeaders = unmodifiable(sessionIdHeaders);
         sessionIdBodyFields = unmodifiable(sessionIdBodyFields);
+        otelExcludedPaths = unmodifiable(otelExcludedPaths);
         selector = unmodifiable(selector);
         prefillSelector = unmodifiable(prefillSelector);
         decodeSelector = unmodifiable(decodeSelector);

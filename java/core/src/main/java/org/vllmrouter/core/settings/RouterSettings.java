@@ -15,7 +15,8 @@ public record RouterSettings(ServerSettings server, AdmissionSettings admission,
                              HealthSettings health, WorkerPoolSettings workers, WorkerSettings worker,
                              PolicySettings policies, SessionSettings sessions, PdSettings pd,
                              KvEventSettings kvEvents, DiscoverySettings discovery, MetricsSettings metrics,
-                             LoggingSettings logging, AuthSettings auth, DashboardSettings dashboard) {
+                             LoggingSettings logging, AuthSettings auth, DashboardSettings dashboard,
+                             TracingSettings tracing) {
 
     /**
      * Checks {@code config} ({@link RouterConfig#validate()}) and cuts it into sections, with the values taken from
@@ -30,6 +31,6 @@ public record RouterSettings(ServerSettings server, AdmissionSettings admission,
                 WorkerSettings.from(config), PolicySettings.from(config), SessionSettings.from(config, env),
                 PdSettings.from(config, env), KvEventSettings.from(config), DiscoverySettings.from(config),
                 MetricsSettings.from(config), LoggingSettings.from(config), AuthSettings.from(config),
-                DashboardSettings.from(config));
+                DashboardSettings.from(config), TracingSettings.from(config, env));
     }
 }

@@ -18,6 +18,8 @@ import java.util.ArrayDeque;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 import org.vllmrouter.server.metrics.RouterMetrics;
+import org.vllmrouter.server.trace.RequestSpan;
+import org.vllmrouter.server.trace.RequestTracer;
 
 /**
  * The client side of one connection: takes aggregated requests one at a time (pipelined ones wait their turn, so
@@ -50,6 +52,7 @@ public final class FrontendHandler extends ChannelInboundHandlerAdapter {
     private final InFlightRequests inFlight;
     private final RouterMetrics metrics;
     private final Runnable onRequestRead;
+    private final RequestTracer tracer;
     private final ArrayDeque<FullHttpRequest> queued = new ArrayDeque<>();
     private ChannelHandlerContext ctx;
     private boolean busy;
@@ -57,14 +60,20 @@ public final class FrontendHandler extends ChannelInboundHandlerAdapter {
     private Exchange exchange;
     private String method;
     private String routeLabel;
+    /** The current request's span; {@link RequestSpan#NONE} between requests and when it is not traced. */
+    private RequestSpan span = RequestSpan.NONE;
 
-    /** {@code onRequestRead} runs as each request arrives whole (the client's read deadline ends there). */
+    /**
+     * {@code onRequestRead} runs as each request arrives whole (the client's read deadline ends there); {@code tracer}
+     * starts each request's span, which ends when its response is complete or the client leaves.
+     */
     public FrontendHandler(RequestHandler handler, InFlightRequests inFlight, RouterMetrics metrics,
-                           Runnable onRequestRead) {
+                           Runnable onRequestRead, RequestTracer tracer) {
         this.handler = handler;
         this.inFlight = inFlight;
         this.metrics = metrics;
         this.onRequestRead = onRequestRead;
+        this.tracer = tracer;
     }
 
     @Override
@@ -95,6 +104,7 @@ public final class FrontendHandler extends ChannelInboundHandlerAdapter {
         keepAlive = HttpUtil.isKeepAlive(request);
         method = request.method().name();
         routeLabel = UNMATCHED;
+        span = tracer.start(request);
         Reply reply = new Reply(this, request);
         if (inFlight.draining()) {
             FullHttpResponse response = Responses.text(ctx.alloc(), HttpResponseStatus.SERVICE_UNAVAILABLE,
@@ -114,6 +124,11 @@ public final class FrontendHandler extends ChannelInboundHandlerAdapter {
 
     public ChannelHandlerContext context() {
         return ctx;
+    }
+
+    /** The current request's span: the exchange serving it reports what it did. */
+    public RequestSpan span() {
+        return span;
     }
 
     /** The route template the current request matched, for the HTTP request metrics. */
@@ -137,6 +152,7 @@ public final class FrontendHandler extends ChannelInboundHandlerAdapter {
     /** Writes a complete response and moves on to the next request; routes answer through their {@link Reply}. */
     void respond(FullHttpResponse response) {
         metrics.httpRequest(routeLabel, method, response.status().code());
+        span.status(response.status().code());
         if (!HttpUtil.isKeepAlive(response)) {
             keepAlive = false;
         }
@@ -147,6 +163,7 @@ public final class FrontendHandler extends ChannelInboundHandlerAdapter {
 
     public void sendHead(HttpResponse head) {
         metrics.httpRequest(routeLabel, method, head.status().code());
+        span.status(head.status().code());
         applyConnectionHeader(head);
         ctx.write(head, ctx.voidPromise());
     }
@@ -182,6 +199,7 @@ public final class FrontendHandler extends ChannelInboundHandlerAdapter {
 
     private void complete() {
         exchange = null;
+        endSpan();
         if (busy) {
             busy = false;
             inFlight.ended();
@@ -201,6 +219,12 @@ public final class FrontendHandler extends ChannelInboundHandlerAdapter {
         }
     }
 
+    private void endSpan() {
+        RequestSpan ended = span;
+        span = RequestSpan.NONE;
+        ended.end(routeLabel.equals(UNMATCHED) ? null : routeLabel);
+    }
+
     @Override
     public void channelWritabilityChanged(ChannelHandlerContext ctx) {
         if (ctx.channel().isWritable() && exchange != null) {
@@ -218,6 +242,7 @@ public final class FrontendHandler extends ChannelInboundHandlerAdapter {
         if (current != null) {
             current.onClientGone();
         }
+        endSpan();
         if (busy) {
             busy = false;
             inFlight.ended();

@@ -8,6 +8,7 @@ import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Function;
+import org.vllmrouter.server.trace.RequestSpan;
 
 /**
  * The answer to one client request, and the owner of that request (its body buffer): a route reads the request and
@@ -28,6 +29,11 @@ public final class Reply {
     /** The request, valid until the reply is sent or discarded. */
     public FullHttpRequest request() {
         return request;
+    }
+
+    /** The request's span, which the exchange serving it reports to ({@link RequestSpan#NONE} when not traced). */
+    public RequestSpan span() {
+        return front.span();
     }
 
     /** The connection the answer goes out on, for an exchange that streams it part by part. */

@@ -30,6 +30,8 @@ import org.vllmrouter.kv.CacheIdentity;
 import org.vllmrouter.kv.PrefixMatch;
 import org.vllmrouter.kv.Tier;
 import org.vllmrouter.server.proxy.WorkerTls;
+import org.vllmrouter.server.trace.RequestSpan;
+import org.vllmrouter.server.trace.WorkerCallSpan;
 import org.vllmrouter.server.worker.ControlClient;
 
 /**
@@ -98,11 +100,11 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
 
     /**
      * What the candidates of {@code role} (regular, or prefill in PD mode) for {@code model} hold of the request's
-     * prompt, on {@code loop} (the client's, so the caller continues there). Never fails: without tokens the answer is
-     * {@link PrefixResidency#UNKNOWN}-like.
+     * prompt, on {@code loop} (the client's, so the caller continues there); the render call is a client span of
+     * {@code span}. Never fails: without tokens the answer is {@link PrefixResidency#UNKNOWN}-like.
      */
     public CompletableFuture<PrefixResidency> residency(EventLoop loop, String route, FullHttpRequest request,
-                                                        String model, WorkerRole role) {
+                                                        String model, WorkerRole role, RequestSpan span) {
         String stage = role == WorkerRole.PREFILL ? "prefill" : "regular";
         List<Worker> candidates = workers.candidates(model, role);
         String renderPath = RENDER_PATHS.get(route);
@@ -119,9 +121,14 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
         }
         byte[] body = ByteBufUtil.getBytes(request.content());
         long started = System.nanoTime();
+        WorkerCallSpan call = span.workerCall("render", renderer.shownUrl(), "POST", renderPath, headers);
         return render.post(loop, renderer.baseUrl(), renderPath, headers, body, RENDER_TIMEOUT)
                 .handle((reply, error) -> {
                     renderSeconds.observe((System.nanoTime() - started) / 1e9);
+                    if (reply != null) {
+                        call.status(reply.status());
+                    }
+                    call.end(error);
                     int[] tokens = error == null ? renderedTokens(reply) : null;
                     if (tokens == null || tokens.length == 0) {
                         routingInputs.labelValues("http", "render_failed").inc();

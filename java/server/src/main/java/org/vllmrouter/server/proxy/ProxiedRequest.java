@@ -38,6 +38,8 @@ public final class ProxiedRequest {
     String noWorkerMessage = NO_AVAILABLE_WORKERS;
     Runnable admission = NO_ADMISSION;
     Completion completion;
+    /** What the worker call is, for its span: "worker", or the PD stage it serves. */
+    String stage = "worker";
 
     /**
      * @param route   the route label of the request metrics
@@ -84,6 +86,12 @@ public final class ProxiedRequest {
     /** Gives the admission token back; run once, as soon as the response head is out or the exchange has ended. */
     public ProxiedRequest admission(Runnable release) {
         this.admission = release;
+        return this;
+    }
+
+    /** Names the worker call in the request's trace (a PD stage); "worker" by default. */
+    public ProxiedRequest stage(String stage) {
+        this.stage = stage;
         return this;
     }
 

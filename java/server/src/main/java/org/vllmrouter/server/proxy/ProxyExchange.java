@@ -25,6 +25,8 @@ import org.vllmrouter.core.worker.Worker;
 import org.vllmrouter.server.http.FrontendHandler;
 import org.vllmrouter.server.http.Reply;
 import org.vllmrouter.server.http.Responses;
+import org.vllmrouter.server.trace.RequestSpan;
+import org.vllmrouter.server.trace.WorkerCallSpan;
 
 /**
  * One proxied request: picks a worker per attempt, forwards the body bytes untouched over a pooled connection of
@@ -44,6 +46,7 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
     private final EventLoop loop;
     private final ProxiedRequest request;
     private final ExchangeEnd end;
+    private final RequestSpan span;
 
     private int attempt;
     private Worker worker;
@@ -64,6 +67,9 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
     /** Reads the relayed answer's token usage; only for a request of a session whose policy keeps trajectories. */
     private UsageScanner usage;
     private Worker relayedFrom;
+    /** The client span of the current attempt's worker call. */
+    private WorkerCallSpan call = WorkerCallSpan.NONE;
+    private long relayedBytes;
 
     /** Takes over {@code reply}, which holds the client's request, and {@code request}. */
     ProxyExchange(Proxy proxy, Reply reply, ProxiedRequest request) {
@@ -73,6 +79,7 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
         this.loop = reply.loop();
         this.request = request;
         this.end = new ExchangeEnd(reply, request.route, request.admission, proxy.metrics);
+        this.span = reply.span();
     }
 
     void start() {
@@ -83,6 +90,9 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
         }
         deadlines = proxy.deadlines(loop);
         deadlines.add(this);
+        if (request.routing != null) {
+            span.routed(request.routing.model(), request.routing.sessionId(), request.policy.name());
+        }
         attempt();
     }
 
@@ -103,6 +113,7 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
             return;
         }
         worker = chosen;
+        span.worker(chosen.shownUrl(), attempt);
         proxy.calls.started(chosen);
         if (chosen.pause().isPaused()) {
             // Held, not failed or moved: the session stays on its worker, and the request timeout still bounds it.
@@ -178,6 +189,8 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
         } else {
             headers.remove(Hop.DP_RANK_HEADER);
         }
+        call.end(null);
+        call = span.workerCall(request.stage, chosen.shownUrl(), client.method().name(), request.target, headers);
         FullHttpRequest toWorker = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, client.method(),
                 request.target, body.retainedDuplicate(), headers, EmptyHttpHeaders.INSTANCE);
         // The void promise: a failed write reaches the exchange as the connection's failure, through
@@ -212,6 +225,7 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
         }
         if (part instanceof HttpContent content) {
             if (relaying) {
+                relayedBytes += content.content().readableBytes();
                 if (usage != null) {
                     usage.scan(content.content());
                 }
@@ -247,6 +261,7 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
             return;
         }
         backendKeepAlive = HttpUtil.isKeepAlive(head);
+        call.status(status);
         if (worker != null) {
             proxy.calls.answered(worker, status);
         }
@@ -332,6 +347,7 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
      * the client sees a misconfiguration rather than a crash.
      */
     private void attemptFailed(Throwable cause) {
+        endCall(cause);
         if (worker != null) {
             proxy.calls.unanswered(worker);
             if (unreachable.isEmpty()) {
@@ -388,11 +404,18 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
     }
 
     private void releaseWorker(boolean success) {
+        endCall(null);
         Worker w = worker;
         if (w != null) {
             worker = null;
             proxy.calls.ended(w, request.policy, success);
         }
+    }
+
+    private void endCall(Throwable failure) {
+        WorkerCallSpan ended = call;
+        call = WorkerCallSpan.NONE;
+        ended.end(failure);
     }
 
     /** Settles the exchange before the answer is written, for the same reason as the relayed last part. */
@@ -410,6 +433,8 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
             deadlines.remove(this);
         }
         releaseWorker(success);
+        FullHttpRequest client = reply.request();
+        span.bytes(client == null ? 0 : client.content().readableBytes(), relayedBytes);
         if (keepsTrajectory()) {
             turnEnded();
         }

@@ -64,7 +64,7 @@ final class InferenceRoute implements InferenceHandler {
             proxy.start(reply, proxied);
             return;
         }
-        kv.residency(reply.loop(), route, request, routing.model(), WorkerRole.REGULAR)
+        kv.residency(reply.loop(), route, request, routing.model(), WorkerRole.REGULAR, reply.span())
                 .thenAccept(prefix -> {
                     routing.withPrefix(prefix);
                     proxy.start(reply, proxied);

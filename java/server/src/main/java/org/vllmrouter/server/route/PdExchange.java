@@ -32,6 +32,8 @@ import org.vllmrouter.server.proxy.Hop;
 import org.vllmrouter.server.proxy.LogprobsMerge;
 import org.vllmrouter.server.proxy.ProxiedRequest;
 import org.vllmrouter.server.proxy.WorkerAddress;
+import org.vllmrouter.server.trace.RequestSpan;
+import org.vllmrouter.server.trace.WorkerCallSpan;
 import org.vllmrouter.server.worker.ControlClient;
 
 /**
@@ -69,6 +71,8 @@ final class PdExchange implements FrontendHandler.Exchange {
      * is counted in the metrics once chosen.
      */
     void start(boolean twoStage) {
+        reply.span().routed(routing.model(), routing.sessionId(),
+                pd.policies.prefillPolicy().name() + "/" + pd.policies.decodePolicy().name());
         Pair pair = select();
         if (pair == null) {
             failBeforeDecode(Responses.text(reply.alloc(), HttpResponseStatus.SERVICE_UNAVAILABLE,
@@ -132,12 +136,16 @@ final class PdExchange implements FrontendHandler.Exchange {
         HttpHeaders stageHeaders = stageHeaders(requestId);
         Worker prefill = pair.prefill;
         pd.calls.started(prefill);
+        HttpHeaders prefillHeaders = withRank(stageHeaders, prefill);
+        WorkerCallSpan prefillSpan = stageSpan("prefill", prefill, prefillHeaders);
         CompletableFuture<ControlClient.Reply> prefillCall = pd.client.send(reply.loop(), HttpMethod.POST,
-                prefill.baseUrl(), target, withRank(stageHeaders, prefill), prefillBody, pd.stageTimeout);
+                prefill.baseUrl(), target, prefillHeaders, prefillBody, pd.stageTimeout);
         call = prefillCall;
         reply.front().setExchange(this);
-        prefillCall.whenComplete((answer, error) -> reply.loop().execute(
-                () -> prefilled(pair, prefillCall, answer, error, original, stageHeaders)));
+        prefillCall.whenComplete((answer, error) -> reply.loop().execute(() -> {
+            endStageSpan(prefillSpan, answer, error);
+            prefilled(pair, prefillCall, answer, error, original, stageHeaders);
+        }));
     }
 
     private void prefilled(Pair pair, CompletableFuture<ControlClient.Reply> prefillCall, ControlClient.Reply answer,
@@ -189,10 +197,13 @@ final class PdExchange implements FrontendHandler.Exchange {
         HttpHeaders headers = Hop.forwardable(request.headers(), true);
         byte[] prefillBytes = PdBodies.spliceBytes(request.content(), fields);
         pd.calls.started(prefill);
+        HttpHeaders prefillHeaders = withRank(headers, prefill);
+        WorkerCallSpan prefillSpan = stageSpan("prefill", prefill, prefillHeaders);
         // The prefill answer is not needed (no logprob merge); it is read and dropped in the background.
         CompletableFuture<ControlClient.Reply> prefillCall = pd.client.send(reply.loop(), HttpMethod.POST,
-                prefill.baseUrl(), target, withRank(headers, prefill), prefillBytes, pd.stageTimeout);
+                prefill.baseUrl(), target, prefillHeaders, prefillBytes, pd.stageTimeout);
         prefillCall.whenComplete((answer, error) -> {
+            endStageSpan(prefillSpan, answer, error);
             stageEnded(prefill, pd.policies.prefillPolicy(), prefillCall, answer, error);
             if (error != null || !answer.ok()) {
                 pd.metrics.pdPrefillFailed(prefill.shownUrl(), "prefill_error");
@@ -229,8 +240,23 @@ final class PdExchange implements FrontendHandler.Exchange {
         long start = end.startNanos();
         pd.proxy.start(reply, new ProxiedRequest(route, target, headers)
                 .sentTo(decode, pd.policies.decodePolicy())
+                .stage("decode")
                 .admission(end.handOff())
                 .onCompletion((status, success) -> decodeEnded(decode, start, success)));
+    }
+
+    /** The client span of a stage sent over a one-shot connection; its context goes into {@code headers}. */
+    private WorkerCallSpan stageSpan(String stage, Worker worker, HttpHeaders headers) {
+        RequestSpan span = reply.span();
+        span.worker(worker.shownUrl(), 1);
+        return span.workerCall(stage, worker.shownUrl(), HttpMethod.POST.name(), target, headers);
+    }
+
+    private static void endStageSpan(WorkerCallSpan span, ControlClient.Reply answer, Throwable error) {
+        if (answer != null) {
+            span.status(answer.status());
+        }
+        span.end(error);
     }
 
     /** The end of a decode stage, however it was sent. */
@@ -250,11 +276,14 @@ final class PdExchange implements FrontendHandler.Exchange {
                                 boolean echo) {
         reply.discard();
         pd.calls.started(decode);
+        WorkerCallSpan decodeSpan = stageSpan("decode", decode, headers);
         CompletableFuture<ControlClient.Reply> decodeCall = pd.client.send(reply.loop(), HttpMethod.POST,
                 decode.baseUrl(), target, headers, body, pd.stageTimeout);
         call = decodeCall;
-        decodeCall.whenComplete((answer, error) -> reply.loop().execute(
-                () -> decoded(decode, decodeCall, answer, error, prefillAnswer, echo)));
+        decodeCall.whenComplete((answer, error) -> reply.loop().execute(() -> {
+            endStageSpan(decodeSpan, answer, error);
+            decoded(decode, decodeCall, answer, error, prefillAnswer, echo);
+        }));
     }
 
     private void decoded(Worker decode, CompletableFuture<ControlClient.Reply> decodeCall, ControlClient.Reply answer,

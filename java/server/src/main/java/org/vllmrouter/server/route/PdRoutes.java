@@ -85,7 +85,7 @@ final class PdRoutes {
                 new PdExchange(this, reply, route, target, routing, admission).start(twoStage);
                 return;
             }
-            kv.residency(reply.loop(), route, request, routing.model(), WorkerRole.PREFILL)
+            kv.residency(reply.loop(), route, request, routing.model(), WorkerRole.PREFILL, reply.span())
                     .thenAccept(prefix -> {
                         routing.withPrefix(prefix);
                         new PdExchange(this, reply, route, target, routing, admission).start(twoStage);

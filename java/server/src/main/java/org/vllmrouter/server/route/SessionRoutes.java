@@ -3,6 +3,7 @@ package org.vllmrouter.server.route;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpResponseStatus;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.TreeMap;
 import org.vllmrouter.core.config.UrlRedaction;
@@ -16,6 +17,7 @@ import org.vllmrouter.server.http.Json;
 import org.vllmrouter.server.http.Reply;
 import org.vllmrouter.server.http.RequestPath;
 import org.vllmrouter.server.http.Responses;
+import org.vllmrouter.server.trace.RequestSpan;
 
 /**
  * {@code POST /finish_session} and {@code GET /sessions}: releasing and counting sticky sessions, and
@@ -49,6 +51,7 @@ public final class SessionRoutes {
         if (problem != null) {
             return badRequest(reply, problem);
         }
+        traceFinish(reply.span(), id);
         policies.finishSession(id);
         return Responses.json(reply.alloc(), HttpResponseStatus.OK, Json.object(g -> {
             g.writeStringField("status", "ok");
@@ -82,6 +85,33 @@ public final class SessionRoutes {
             return;
         }
         reply.json(HttpResponseStatus.OK, trajectoryJson(id, t));
+    }
+
+    /**
+     * The finished session's id on the request's span, and an event with its totals while they still exist, so a
+     * trace backend ends the trajectory (whose turns carry the same {@code session.id}) with its summary.
+     */
+    private void traceFinish(RequestSpan span, String id) {
+        if (span == RequestSpan.NONE) {
+            return;
+        }
+        span.routed(null, id, null);
+        Trajectory t = policies.trajectory(id);
+        if (t == null) {
+            span.event("session.finished", Map.of("session.id", id, "vllm_router.session.tracked", "false"));
+            return;
+        }
+        Map<String, Object> totals = new LinkedHashMap<>();
+        totals.put("session.id", id);
+        totals.put("vllm_router.session.turns", (long) t.turns());
+        totals.put("vllm_router.session.worker_changes", (long) t.workerChanges());
+        totals.put("vllm_router.session.prompt_tokens", t.promptTokens());
+        if (t.cachedTokens() >= 0) {
+            totals.put("vllm_router.session.cached_tokens", t.cachedTokens());
+        }
+        totals.put("vllm_router.session.workers", String.join(",", t.workers().stream().map(UrlRedaction::redact)
+                .toList()));
+        span.event("session.finished", totals);
     }
 
     /** The engine's own rule for ids decides what is acceptable, exactly as for routed requests. */
