@@ -254,6 +254,7 @@ def test_a_policy_the_other_router_lacks_is_one_line_before_any_traffic(engine_j
 @pytest.mark.parametrize("args, message", [
     (["--workers", "-4"], "--workers must be > 0, got -4"),
     (["--pressure", "extreme"], "pressure must be low, moderate, high or a ratio > 0, got 'extreme'"),
+    (["--warm-up", "-1"], "--warm-up must be >= 0, got -1"),
     (["--ours", "round_robin"], "--ours names this package's policies beside --router-python's; "
                                 "give --router-python"),
 ])

@@ -75,7 +75,7 @@ def median_rows(records, side):
 
 def report(o) -> None:
     by_workers = defaultdict(list)
-    for path in sorted(glob.glob(os.path.join(o.out, "w*-seed*.json"))):
+    for path in sorted(glob.glob(os.path.join(o.out, "**", "w*-seed*.json"), recursive=True)):
         with open(path) as f:
             record = json.load(f)
         by_workers[record["live"]["results"][0]["workers"]].append(record)
