@@ -68,7 +68,8 @@ def write_plot(report: dict, path: str, title: str) -> Optional[str]:
                       fontsize=9)
         if row == len(pressures) - 1:
             cdf.set_xlabel("group latency (model seconds)", fontsize=8)
-            cdf.set_ylabel("share of groups", fontsize=8)
+            hits.set_xlabel("cached / prompt tokens (%)", fontsize=8)
+        cdf.set_ylabel("share of groups", fontsize=8)
         cdf.set_ylim(0, 1.02)
         cdf.legend(fontsize=7, frameon=False, loc="lower right", ncol=2 if len(rows) > 6 else 1)
         rate = [100 * r["prefix_hit_rate"] for r in rows]
