@@ -191,3 +191,88 @@ def test_a_malformed_trace_line_stops_a_live_rollout_before_it_starts(engine_jar
     assert run.stdout == ""
     assert run.stderr.startswith(f"python -m vllm_router.bench rollout: {trace}: trace line 2: ")
     assert run.stderr.count("\n") == 1
+
+
+RUST_PYTHON = Path.home() / ".cache" / "vllm-router" / "rust-router-0.1.17" / "bin" / "python"
+needs_rust = pytest.mark.skipif(not RUST_PYTHON.exists(),
+                                reason=f"upstream's Rust router 0.1.17 is not installed at {RUST_PYTHON}")
+
+
+@needs_rust
+def test_the_rust_router_is_an_arm_beside_ours_with_its_rows_named(engine_jar):
+    run = rollout(*TINY, "--router-python", str(RUST_PYTHON), "--policies", "sticky_least_loaded,consistent_hash",
+                  "--ours", "consistent_hash", "--json")
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    assert [r["policy"] for r in report["results"]] == [
+        "consistent_hash", "rust-0.1.17:sticky_least_loaded", "rust-0.1.17:consistent_hash"]
+    assert len(report["worker_ports"]) == 2
+    for r in report["results"]:
+        assert r["errors"] == 0
+        assert r["turns"] == report["workload"]["turns"]
+        assert 0 < r["prefix_hit_rate"] < 1
+
+
+@needs_rust
+def test_consistent_hash_places_each_session_alike_under_both_routers(engine_jar):
+    import urllib.request
+
+    from vllm_router.bench.rollout import other_router, our_router, stable_ports
+    from vllm_router.mock_workers import MockWorkers
+
+    def placements(url):
+        workers = []
+        for session in (f"task{i}_{j}" for i in range(6) for j in range(2)):
+            request = urllib.request.Request(url + "/v1/completions", data=json.dumps(
+                {"model": "mock", "prompt": "hello", "max_tokens": 1}).encode(),
+                headers={"Content-Type": "application/json", "X-Session-ID": session})
+            with urllib.request.urlopen(request, timeout=30) as answer:
+                workers.append(answer.headers["x-worker-id"])
+        return workers
+
+    ports = stable_ports(4)
+    with MockWorkers(4, ports=ports) as workers:
+        with our_router("consistent_hash", workers.urls) as url:
+            ours = placements(url)
+    with MockWorkers(4, ports=ports) as workers:
+        with other_router(str(RUST_PYTHON), "consistent_hash", workers.urls) as url:
+            theirs = placements(url)
+    assert ours == theirs
+    assert len(set(ours)) > 1
+
+
+@needs_rust
+def test_a_policy_the_other_router_lacks_is_one_line_before_any_traffic(engine_jar):
+    run = rollout(*TINY, "--router-python", str(RUST_PYTHON), "--policies", "sticky_balanced")
+    assert run.returncode == 2
+    assert run.stdout == ""
+    assert run.stderr.startswith(f"python -m vllm_router.bench rollout: --router-python {RUST_PYTHON}: unknown "
+                                 "policy 'sticky_balanced'; expected one of ")
+    assert run.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--workers", "-4"], "--workers must be > 0, got -4"),
+    (["--pressure", "extreme"], "pressure must be low, moderate, high or a ratio > 0, got 'extreme'"),
+    (["--warm-up", "-1"], "--warm-up must be >= 0, got -1"),
+    (["--ours", "round_robin"], "--ours names this package's policies beside --router-python's; "
+                                "give --router-python"),
+])
+def test_more_bad_rollout_input_is_one_line(engine_jar, args, message):
+    run = rollout(*args)
+    assert run.returncode == 2
+    assert run.stdout == ""
+    assert run.stderr == f"python -m vllm_router.bench rollout: {message}\n"
+
+
+def test_a_malformed_trace_line_stops_the_run_before_any_router_starts(engine_jar, tmp_path):
+    started = tmp_path / "started"
+    python = tmp_path / "python"
+    python.write_text(f"#!/bin/sh\ntouch {started}\nexit 1\n")
+    python.chmod(0o755)
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text("{}\n")
+    run = rollout("--trace", str(trace), "--workers", "2", "--router-python", str(python))
+    assert run.returncode == 2
+    assert run.stderr.startswith(f"python -m vllm_router.bench rollout: {trace}: trace line 1: ")
+    assert not started.exists()

@@ -15,14 +15,17 @@ WORKLOAD_MAIN_CLASS = "org.vllmrouter.mock.WorkloadMain"
 
 
 class MockWorkers:
-    """Mock vLLM workers in one JVM (the engine jar's `mock-worker` command). `java` and
-    `class_path` default to the ones the router would use."""
+    """Mock vLLM workers in one JVM (the engine jar's `mock-worker` command): `count` of them on
+    ephemeral ports, or one on each of `ports` (a worker's URL is its identity to hashing
+    policies, so a comparison across runs keeps them). `java` and `class_path` default to the
+    ones the router would use."""
 
     def __init__(self, count: int, knobs: Optional[dict] = None, java: Optional[JavaRuntime] = None,
-                 class_path: Optional[str] = None):
+                 class_path: Optional[str] = None, ports: Optional[Sequence[int]] = None):
         knob_args = [f"--{name}={value}" for name, value in (knobs or {}).items()]
+        where = ["--ports", ",".join(map(str, ports))] if ports else ["--count", str(count)]
         command = engine_command(java or find_java(), class_path or engine_class_path(),
-                                 ["mock-worker", "--count", str(count), "--lifeline", *knob_args])
+                                 ["mock-worker", *where, "--lifeline", *knob_args])
         self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         ready = read_event(self._process.stdout)
         if ready is None or ready["event"] != "ready":

@@ -5,7 +5,8 @@
                                          [--trace FILE] [--write-trace FILE] [--json] [--plot PNG]
     python -m vllm_router.bench rollout  [--policies P,...] [--workers N] [--groups N] [--samples N]
                                          [--pressure LEVEL,...] [--seed N] [--abandon SHARE]
-                                         [--trace FILE] [--time-scale S] [--router-python PATH]
+                                         [--trace FILE] [--time-scale S]
+                                         [--router-python PATH [--ours P,...] [--router-label NAME]]
                                          [--json] [--plot PNG]
 
 `simulate` runs the engine jar's `simulate` command: the router's own policy objects against
@@ -13,7 +14,9 @@ modelled vLLM workers in virtual time (the workload, the cost model and the even
 see java/sim). `rollout` runs the same workload live: mock workers that step the same cost model
 on the wall clock (`--time-scale 0.1`: ten times faster than modelled), a router per policy (this
 package's, or `PATH -m vllm_router.launch_router` with `--router-python PATH`), and the engine
-jar's `rollout` driver over HTTP. Both print the same table (a PNG of each policy's group latency
-CDF and hit rate beside it, with matplotlib) or, with `--json`, the same object; bad input is one
-line and status 2 before anything runs.
+jar's `rollout` driver over HTTP; with `--router-python`, `--policies` are that router's (its rows
+named `rust-0.1.17:POLICY` for upstream's Rust package) and `--ours` runs this package's beside
+them, interleaved, on the same worker ports. Both print the same table (a PNG of each policy's
+group latency CDF and hit rate beside it, with matplotlib) or, with `--json`, the same object; bad
+input is one line and status 2 before anything runs.
 """

@@ -1,19 +1,25 @@
 """`python -m vllm_router.bench rollout`: the live arm. Mock vLLM workers that run the engine's
 cost model on the wall clock (the engine jar's `mock-worker --engine-model`), a router per policy
 in front of them (this package's, or another vllm_router-compatible package's with
-`--router-python`), and the engine jar's `rollout` driver sending the batch over HTTP. Each
-policy gets fresh workers and a fresh router, so none inherits another's cache."""
+`--router-python`, its rows labelled `rust-0.1.17:POLICY` or `--router-label`), and the engine
+jar's `rollout` driver sending the batch over HTTP. Each policy gets fresh workers and a fresh
+router, so none inherits another's cache; the workers listen on the same ports in every run, so a
+hashing policy (consistent_hash's ring is built from the workers' URLs) places each session alike
+under both routers."""
 
 import argparse
 import json
 import os
+import random
+import re
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Iterator, List, Sequence
+from typing import Iterator, List, NamedTuple, Optional, Sequence
 
 from ..bridge import EngineStartupError
 from ..bridge.engine_command import engine_class_path, engine_command
@@ -27,9 +33,12 @@ DEFAULT_PLOT = os.path.join("bench-output", "rollout.png")
 DEFAULT_GROUPS = "16"
 DEFAULT_SAMPLES = "8"
 DEFAULT_TIME_SCALE = 0.1
+DEFAULT_WARM_UP = 256
+WARM_UP_CONCURRENCY = 16
 ROUTER_START_TIMEOUT_S = 120
-# The engine's `simulate` default, so both arms compare the same policies unless told otherwise.
-DEFAULT_POLICIES = ["sticky_least_loaded", "kv_aware", "cache_aware", "round_robin", "consistent_hash"]
+# Below Linux's ephemeral range (32768-60999), where the router's and driver's own connections
+# would take ports between runs.
+STABLE_PORTS = range(20000, 32000)
 
 
 class BadInput(Exception):
@@ -43,7 +52,9 @@ class _Parser(argparse.ArgumentParser):
 
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description=__doc__, add_help=True)
-    p.add_argument("--policies", default=None, help="comma-separated (default: the engine's simulate default)")
+    p.add_argument("--policies", default=None,
+                   help="comma-separated (default: the engine's simulate default); with --router-python, "
+                        "the policies of that router")
     p.add_argument("--workers", default="8")
     p.add_argument("--groups", default=None, help=f"prompts in the batch (default: {DEFAULT_GROUPS})")
     p.add_argument("--samples", default=None, help=f"samples per prompt (default: {DEFAULT_SAMPLES})")
@@ -53,21 +64,37 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--trace", default=None, help="replay this JSONL trace instead of generating")
     p.add_argument("--time-scale", type=float, default=DEFAULT_TIME_SCALE,
                    help="wall seconds per modelled second (default: %(default)s)")
+    p.add_argument("--warm-up", type=int, default=DEFAULT_WARM_UP, metavar="N",
+                   help="turns sent through each router before the batch, each a session of its own, "
+                        "finished (default: %(default)s)")
     p.add_argument("--router-python", default=None, metavar="PATH",
                    help="run `PATH -m vllm_router.launch_router` as the router instead of this package's")
+    p.add_argument("--router-label", default=None, metavar="NAME",
+                   help="how the table names --router-python's rows, NAME:POLICY (default: rust-VERSION for "
+                        "the upstream Rust package, else its package name and version)")
+    p.add_argument("--ours", default=None, metavar="POLICIES",
+                   help="with --router-python: also run these policies on this package's router, interleaved "
+                        "with the other router's, on the same worker ports")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--plot", default=DEFAULT_PLOT, metavar="PNG", help="where to draw (default: %(default)s)")
     return p
 
 
-def workload_arguments(o: argparse.Namespace) -> List[str]:
+def workload_arguments(o: argparse.Namespace, policies: Optional[str]) -> List[str]:
     """The options the engine's driver reads, as given (the driver checks them)."""
     generated = o.trace is None
-    pairs = [("--policies", o.policies), ("--workers", o.workers), ("--pressure", o.pressure),
+    pairs = [("--policies", policies), ("--workers", o.workers), ("--pressure", o.pressure),
              ("--groups", o.groups if o.groups or not generated else DEFAULT_GROUPS),
              ("--samples", o.samples if o.samples or not generated else DEFAULT_SAMPLES),
              ("--seed", o.seed), ("--abandon", o.abandon), ("--trace", o.trace)]
     return [a for name, value in pairs if value is not None for a in (name, value)]
+
+
+class Arm(NamedTuple):
+    """One row per pressure: a policy on a router (`python` None: this package's)."""
+    label: str
+    policy: str
+    python: Optional[str]
 
 
 def driver(arguments: Sequence[str]) -> List[str]:
@@ -76,7 +103,7 @@ def driver(arguments: Sequence[str]) -> List[str]:
 
 def plan(arguments: Sequence[str]) -> dict:
     """The driver's `--plan`: the workload and each pressure's KV blocks per worker; BadInput when
-    the driver refuses the input."""
+    the driver refuses the input (a policy this package does not know among them)."""
     done = subprocess.run(driver([*arguments, "--plan"]), capture_output=True, text=True)
     if done.returncode != 0:
         lines = done.stderr.strip().splitlines() or [f"the driver failed with status {done.returncode}"]
@@ -90,15 +117,56 @@ def foreign_env() -> dict:
     return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 
 
-def check_router_python(path: str) -> None:
+# What another package says of itself: its version, and whether it is upstream's Rust router.
+DESCRIBE = ("import importlib.util, json, vllm_router, vllm_router.launch_router; "
+            "print(json.dumps({'version': getattr(vllm_router, '__version__', '?'), "
+            "'rust': importlib.util.find_spec('vllm_router_rs') is not None}))")
+
+
+class ForeignRouter(NamedTuple):
+    label: str
+    policies: List[str]  # what its launcher's --policy accepts; empty when its --help does not say
+
+
+def foreign_run(path: str, arguments: List[str]) -> subprocess.CompletedProcess:
     try:
-        done = subprocess.run([path, "-c", "import vllm_router.launch_router"], capture_output=True,
-                              text=True, timeout=120, env=foreign_env())
+        return subprocess.run([path, *arguments], capture_output=True, text=True, timeout=120, env=foreign_env())
     except (OSError, subprocess.TimeoutExpired) as e:
         raise BadInput(f"--router-python {path}: cannot run it ({e.__class__.__name__}: {e})") from None
+
+
+def check_router_python(path: str, label: Optional[str]) -> ForeignRouter:
+    """The package behind `path`, or BadInput when it cannot be run or has no launcher."""
+    done = foreign_run(path, ["-c", DESCRIBE])
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise BadInput(f"--router-python {path}: cannot import vllm_router.launch_router ({last})")
+    about = json.loads(done.stdout.strip().splitlines()[-1])
+    usage = foreign_run(path, ["-m", "vllm_router.launch_router", "--help"]).stdout
+    choices = re.search(r"--policy \{([\w,]+)\}", usage)
+    default_label = f"rust-{about['version']}" if about["rust"] else f"vllm_router-{about['version']}"
+    return ForeignRouter(label or default_label, choices.group(1).split(",") if choices else [])
+
+
+def stable_ports(count: int) -> List[int]:
+    """`count` consecutive ports free now, below the ephemeral range, for the workers of every run."""
+    starts = list(range(STABLE_PORTS.start, STABLE_PORTS.stop - count, count))
+    random.shuffle(starts)
+    for start in starts:
+        ports = list(range(start, start + count))
+        if all(port_is_free(p) for p in ports):
+            return ports
+    raise RuntimeError(f"no {count} consecutive free ports in {STABLE_PORTS.start}-{STABLE_PORTS.stop}")
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def free_port() -> int:
@@ -120,10 +188,13 @@ def our_router(policy: str, worker_urls: List[str]) -> Iterator[str]:
 
 @contextmanager
 def other_router(python: str, policy: str, worker_urls: List[str]) -> Iterator[str]:
-    """`python -m vllm_router.launch_router` on a free port, once its /health answers."""
+    """`python -m vllm_router.launch_router` on a free port, once its /readiness answers 200 (it
+    has a healthy worker; upstream's Rust router binds its port only after its workers' first
+    health check, and probes them every second here rather than its default 30)."""
     port = free_port()
     process = subprocess.Popen([python, "-m", "vllm_router.launch_router", "--host", "127.0.0.1", "--port",
                                 str(port), "--policy", policy, "--worker-urls", *worker_urls,
+                                "--worker-startup-check-interval", "1",
                                 "--prometheus-port", str(free_port()), "--log-level", "warning"],
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=foreign_env())
     url = f"http://127.0.0.1:{port}"
@@ -134,7 +205,7 @@ def other_router(python: str, policy: str, worker_urls: List[str]) -> Iterator[s
                 raise RuntimeError(f"{python} -m vllm_router.launch_router --policy {policy} exited with "
                                    f"status {process.returncode} before it was ready")
             try:
-                with urllib.request.urlopen(url + "/health", timeout=2) as answer:
+                with urllib.request.urlopen(url + "/readiness", timeout=2) as answer:
                     if answer.status == 200:
                         break
             except OSError:
@@ -153,21 +224,44 @@ def other_router(python: str, policy: str, worker_urls: List[str]) -> Iterator[s
             process.wait()
 
 
-def run_policy(policy: str, pressure: str, blocks: int, o: argparse.Namespace,
-               arguments: List[str], progress: bool) -> dict:
+def run_arm(arm: Arm, pressure: str, blocks: int, ports: List[int], o: argparse.Namespace,
+            arguments: List[str], progress: bool) -> dict:
     knobs = {"engine-model": "true", "cache-blocks": str(blocks), "time-scale": str(o.time_scale),
              "kv-events": "true"}
-    with MockWorkers(int(o.workers), knobs) as workers:
-        router = (other_router(o.router_python, policy, workers.urls) if o.router_python
-                  else our_router(policy, workers.urls))
+    with MockWorkers(len(ports), knobs, ports=ports) as workers:
+        router = (other_router(arm.python, arm.policy, workers.urls) if arm.python
+                  else our_router(arm.policy, workers.urls))
         with router as url:
-            command = driver([*arguments, "--policies", policy, "--pressure", pressure, "--router", url,
+            warm_up(url, o.warm_up)
+            command = driver([*arguments, "--label", arm.label, "--pressure", pressure, "--router", url,
                               "--worker-urls", ",".join(workers.urls), "--time-scale", str(o.time_scale),
                               *(["--progress"] if progress else [])])
             done = subprocess.run(command, stdout=subprocess.PIPE, text=True)
     if done.returncode != 0:
-        raise RuntimeError(f"the driver failed for {policy} at {pressure} pressure (status {done.returncode})")
+        raise RuntimeError(f"the driver failed for {arm.label} at {pressure} pressure (status {done.returncode})")
     return json.loads(done.stdout)["results"][0]
+
+
+def warm_up(router: str, turns: int) -> None:
+    """Sends `turns` one-token turns through the router, each in a session it then finishes. A
+    router on the JVM runs its first requests interpreted, and the batch opens with every
+    trajectory's first turn at once: unwarmed, that start costs our router seconds of wall time,
+    tenfold in model time at `--time-scale 0.1`, which upstream's native router never pays. The
+    prompts are shorter than a KV block, so they leave nothing in the workers' prefix caches."""
+
+    def turn(i: int) -> None:
+        session = f"warmup_{i}"
+        request = urllib.request.Request(router + "/v1/completions", data=json.dumps(
+            {"model": "mock", "prompt": f"warm-up {i}", "max_tokens": 1}).encode(),
+            headers={"Content-Type": "application/json", "X-Session-ID": session})
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            answer.read()
+        finish = urllib.request.Request(f"{router}/finish_session?session_id={session}", data=b"", method="POST")
+        with urllib.request.urlopen(finish, timeout=60) as answer:
+            answer.read()
+
+    with ThreadPoolExecutor(WARM_UP_CONCURRENCY) as pool:
+        list(pool.map(turn, range(turns)))
 
 
 class Prepared:
@@ -177,26 +271,41 @@ class Prepared:
         self.options = o = parser().parse_args(list(argv))
         if not (o.time_scale > 0):
             raise BadInput(f"--time-scale must be > 0, got {o.time_scale}")
-        arguments = workload_arguments(o)
-        self.blueprint = plan(arguments)
+        if o.warm_up < 0:
+            raise BadInput(f"--warm-up must be >= 0, got {o.warm_up}")
+        if o.ours is not None and not o.router_python:
+            raise BadInput("--ours names this package's policies beside --router-python's; give --router-python")
+        if o.router_label is not None and not o.router_python:
+            raise BadInput("--router-label names --router-python's rows; give --router-python")
+        ours = o.ours if o.router_python else o.policies
+        # The plan checks this package's policies (and, with none given, lists its default).
+        self.blueprint = plan(workload_arguments(o, ours))
+        self.arms = [Arm(p, p, None) for p in self.blueprint["policies"]] if ours is not None or not o.router_python \
+            else []
         if o.router_python:
-            check_router_python(o.router_python)
-        self.policies = o.policies.split(",") if o.policies else DEFAULT_POLICIES
-        self.workload_arguments = list(arguments)
-        for flag in ("--policies", "--pressure"):
-            if flag in self.workload_arguments:
-                i = self.workload_arguments.index(flag)
-                del self.workload_arguments[i:i + 2]
+            foreign = check_router_python(o.router_python, o.router_label)
+            theirs = o.policies.split(",") if o.policies else foreign.policies
+            unknown = [p for p in theirs if foreign.policies and p not in foreign.policies]
+            if unknown or not theirs:
+                raise BadInput(f"--router-python {o.router_python}: unknown policy '{(unknown or [''])[0]}'; "
+                               f"expected one of {', '.join(foreign.policies)}")
+            self.arms += [Arm(f"{foreign.label}:{p}", p, o.router_python) for p in theirs]
+        self.workload_arguments = workload_arguments(o, None)
+        if "--pressure" in self.workload_arguments:
+            i = self.workload_arguments.index("--pressure")
+            del self.workload_arguments[i:i + 2]
 
     def run(self, progress: bool) -> dict:
-        """Every policy at every pressure, live; `{"workload", "results"}` as `simulate --json`
-        prints it, each result with every group's latency. RuntimeError when a run fails."""
+        """Every arm at every pressure, live, on worker ports fixed for the whole run;
+        `{"workload", "worker_ports", "results"}` as `simulate --json` prints it, each result with
+        every group's latency. RuntimeError when a run fails."""
+        ports = stable_ports(int(self.options.workers))
         results = []
         for pressure, blocks in self.blueprint["kv_blocks_per_worker"].items():
-            for policy in self.policies:
-                results.append(run_policy(policy, pressure, blocks, self.options, self.workload_arguments,
-                                          progress))
-        return {"workload": self.blueprint["workload"], "results": results}
+            for arm in self.arms:
+                results.append(run_arm(arm, pressure, blocks, ports, self.options, self.workload_arguments,
+                                       progress))
+        return {"workload": self.blueprint["workload"], "worker_ports": ports, "results": results}
 
 
 def prepare(argv: Sequence[str]) -> Prepared:
@@ -223,7 +332,8 @@ def rollout(argv: Sequence[str]) -> int:
     if o.json:
         print(json.dumps(report.without_latency_lists(outcome)))
         return 0
-    router = f"{o.router_python} -m vllm_router.launch_router" if o.router_python else "this package's router"
+    router = (f"{o.router_python} -m vllm_router.launch_router" + (" and this package's router" if o.ours else "")
+              if o.router_python else "this package's router")
     print(report.table(outcome, int(o.workers),
                        f"latencies in model seconds (wall seconds / time scale {o.time_scale:g}); "
                        f"{router}; {time.monotonic() - started:.0f} s wall"), end="")

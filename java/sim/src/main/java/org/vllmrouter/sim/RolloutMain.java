@@ -51,6 +51,10 @@ public final class RolloutMain implements Callable<Integer> {
     @Option(names = "--model", description = "The model name in each request (default: mock).")
     private String model = "mock";
 
+    @Option(names = "--label", paramLabel = "NAME",
+            description = "The row's name (default: its one policy); the router, not the driver, routes.")
+    private String label;
+
     @Option(names = "--progress", description = "Keep a progress line on stderr, one update per trajectory.")
     private boolean progress;
 
@@ -90,6 +94,7 @@ public final class RolloutMain implements Callable<Integer> {
         ObjectNode root = JSON.createObjectNode();
         options.describe(workload, root.putObject("workload"));
         if (plan) {
+            policies.forEach(root.putArray("policies")::add);
             ObjectNode blocks = root.putObject("kv_blocks_per_worker");
             for (Pressure level : levels) {
                 blocks.put(level.name(), blocksPerWorker(workload, level));
@@ -97,8 +102,8 @@ public final class RolloutMain implements Callable<Integer> {
             out.println(JSON.writeValueAsString(root));
             return 0;
         }
-        if (policies.size() != 1 || levels.size() != 1) {
-            throw new BadInput("a live run drives one policy at one pressure; got " + policies.size()
+        if ((label == null && policies.size() != 1) || levels.size() != 1) {
+            throw new BadInput("a live run drives one policy (or --label) at one pressure; got " + policies.size()
                     + " policies and " + levels.size() + " pressures");
         }
         if (router == null || workerUrls.size() != workers) {
@@ -111,7 +116,7 @@ public final class RolloutMain implements Callable<Integer> {
             throw new BadInput(e.getMessage());
         }
         int total = workload.trajectories().size();
-        String policy = policies.get(0);
+        String policy = label != null ? label : policies.get(0);
         SimulationResult result = new LiveRollout(workload, target).run(policy, levels.get(0).name(),
                 blocksPerWorker(workload, levels.get(0)), n -> {
                     if (progress) {

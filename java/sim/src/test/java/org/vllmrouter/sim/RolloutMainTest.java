@@ -42,6 +42,8 @@ class RolloutMainTest {
         assertEquals(6, plan.at("/workload/trajectories").asInt());
         JsonNode blocks = plan.get("kv_blocks_per_worker");
         assertTrue(blocks.get("low").asInt() >= blocks.get("high").asInt());
+        assertEquals(WorkloadOptions.DEFAULT_POLICIES, String.join(",", plan.get("policies").valueStream()
+                .map(JsonNode::asText).toList()), "with none given, the plan lists the default policies");
     }
 
     @Test
@@ -51,13 +53,13 @@ class RolloutMainTest {
             String url = worker.urls().get(0);
             String[] shape = {"--workers", "1", "--groups", "2", "--samples", "3", "--abandon", "0.3", "--seed", "4"};
             JsonNode plan = JSON.readTree(rollout(concat(shape, "--plan")).out()).get("workload");
-            Outcome o = rollout(concat(shape, "--policies", "round_robin", "--router", url, "--worker-urls", url,
-                    "--time-scale", "0.3"));
+            Outcome o = rollout(concat(shape, "--label", "other-router:round_robin", "--router", url,
+                    "--worker-urls", url, "--time-scale", "0.3"));
             assertEquals(0, o.status(), o.err());
             JsonNode root = JSON.readTree(o.out());
             assertEquals(plan, root.get("workload"));
             JsonNode r = root.get("results").get(0);
-            assertEquals("round_robin", r.get("policy").asText());
+            assertEquals("other-router:round_robin", r.get("policy").asText(), "the row is named by --label");
             assertEquals(0, r.get("errors").asInt(), "an abandoned turn is no error");
             assertEquals(plan.get("turns").asInt(), r.get("turns").asInt());
             assertTrue(plan.get("abandoned").asInt() > 0);

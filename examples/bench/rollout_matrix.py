@@ -1,0 +1,131 @@
+"""The rollout bench's tables in docs/perf/rollout-live.md: each policy at each pressure over
+several seeds, live (`python -m vllm_router.bench rollout`) and simulated (`... simulate`) on the
+same workload, reported as medians over the seeds.
+
+    python examples/bench/rollout_matrix.py run OUT --workers 8 --seeds 1,2,3 [--time-scale S] [--rust PYTHON] -- ARGS...
+    python examples/bench/rollout_matrix.py report OUT
+
+`run` writes one JSON per (arm set, workers, seed) into OUT as each finishes, with the machine's
+`uptime` before and after it (the bench times wall-clock work, so the load beside a figure
+matters); `report` prints the median tables and the simulated-vs-live calibration as markdown.
+Run it with PYTHONPATH=python from the source tree.
+"""
+
+import argparse
+import glob
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections import defaultdict
+
+RUST_POLICIES = "sticky_least_loaded,cache_aware,consistent_hash"
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def bench(command: str, arguments):
+    done = subprocess.run([sys.executable, "-m", "vllm_router.bench", command, *arguments, "--json"],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{command} {' '.join(arguments)} failed: {done.stderr.strip()}")
+    return json.loads(done.stdout)
+
+
+def run(o) -> None:
+    os.makedirs(o.out, exist_ok=True)
+    for seed in o.seeds.split(","):
+        shape = ["--workers", str(o.workers), "--seed", seed, *o.bench_args]
+        live = shape + ["--time-scale", o.time_scale] + (["--router-python", o.rust, "--policies", RUST_POLICIES, "--ours", o.ours]
+                        if o.rust else ["--policies", o.ours])
+        before, started = uptime(), time.time()
+        outcome = bench("rollout", live)
+        record = {"command": ["python", "-m", "vllm_router.bench", "rollout", *live, "--json"],
+                  "uptime_before": before, "uptime_after": uptime(), "wall_s": round(time.time() - started),
+                  "live": outcome,
+                  "simulated": bench("simulate", [*shape, "--policies", o.ours])}
+        path = os.path.join(o.out, f"w{o.workers}-seed{seed}.json")
+        with open(path, "w") as f:
+            json.dump(record, f)
+        print(f"{path}: {record['wall_s']} s; {record['uptime_after']}", flush=True)
+
+
+def median_rows(records, side):
+    """{(pressure, policy): {metric: median over seeds}}."""
+    values = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        for x in r[side]["results"]:
+            v = values[(x["pressure"], x["policy"])]
+            v["makespan"].append(x["makespan_s"])
+            v["g50"].append(x["group_latency_s"]["p50"])
+            v["g90"].append(x["group_latency_s"]["p90"])
+            v["gmax"].append(x["group_latency_s"]["max"])
+            v["t90"].append(x["trajectory_latency_s"]["p90"])
+            v["hit"].append(100 * x["prefix_hit_rate"])
+            v["imbal"].append(x["imbalance"])
+            v["preempt"].append(x["preemptions"])
+            v["errors"].append(x["errors"])
+    return {k: {m: statistics.median(v) for m, v in ms.items()} | {"n": len(ms["g90"])}
+            for k, ms in values.items()}
+
+
+def report(o) -> None:
+    by_workers = defaultdict(list)
+    for path in sorted(glob.glob(os.path.join(o.out, "**", "w*-seed*.json"), recursive=True)):
+        with open(path) as f:
+            record = json.load(f)
+        by_workers[record["live"]["results"][0]["workers"]].append(record)
+    for workers, records in sorted(by_workers.items()):
+        seeds = ", ".join(str(r["live"]["workload"]["seed"]) for r in records)
+        w = records[0]["live"]["workload"]
+        print(f"### Live, {workers} workers: {w['trajectories']} trajectories in {w['groups']} groups, "
+              f"seeds {seeds} (medians)\n")
+        for r in records:
+            print(f"- `{' '.join(r['command'])}`: {r['wall_s']} s wall; before `{r['uptime_before']}`, "
+                  f"after `{r['uptime_after']}`")
+        print("\n| pressure | policy | makespan | group p50 | group p90 | group max | traj p90 | hit % | imbal "
+              "| preempt | errors |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for (pressure, policy), m in median_rows(records, "live").items():
+            print(f"| {pressure} | {policy} | {m['makespan']:.1f} | {m['g50']:.1f} | {m['g90']:.1f} | "
+                  f"{m['gmax']:.1f} | {m['t90']:.1f} | {m['hit']:.1f} | {m['imbal']:.2f} | {m['preempt']:g} | "
+                  f"{m['errors']:g} |")
+        simulated = median_rows(records, "simulated")
+        live = median_rows(records, "live")
+        print(f"\n### Calibration, {workers} workers: simulated vs live (medians over seeds {seeds})\n")
+        print("| pressure | policy | group p90 sim | group p90 live | diff | hit % sim | hit % live | diff (points) |"
+              "\n|---|---|---:|---:|---:|---:|---:|---:|")
+        for key, s in simulated.items():
+            if key not in live:
+                continue
+            l = live[key]
+            print(f"| {key[0]} | {key[1]} | {s['g90']:.1f} | {l['g90']:.1f} | {100 * (l['g90'] / s['g90'] - 1):+.0f}% | "
+                  f"{s['hit']:.1f} | {l['hit']:.1f} | {l['hit'] - s['hit']:+.1f} |")
+        print()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = p.add_subparsers(dest="command", required=True)
+    r = commands.add_parser("run")
+    r.add_argument("out")
+    r.add_argument("--workers", type=int, default=8)
+    r.add_argument("--seeds", default="1,2,3")
+    r.add_argument("--ours", default="sticky_least_loaded,sticky_balanced,kv_aware,cache_aware,round_robin,"
+                                      "consistent_hash", help="this package's policies")
+    r.add_argument("--rust", default=None, metavar="PYTHON", help="the Rust router's python, for its arms")
+    r.add_argument("--time-scale", default="0.1", help="the live run's (simulate runs in virtual time)")
+    commands.add_parser("report").add_argument("out")
+    argv = sys.argv[1:]
+    # After `--`: the shape and pressures, given to both rollout and simulate as they are.
+    split = argv.index("--") if "--" in argv else len(argv)
+    o = p.parse_args(argv[:split])
+    o.bench_args = argv[split + 1:]
+    run(o) if o.command == "run" else report(o)
+
+
+if __name__ == "__main__":
+    main()
