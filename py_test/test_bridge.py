@@ -38,6 +38,17 @@ def test_bad_config_is_value_error_with_engine_message(engine_jar):
     assert str(excinfo.value).startswith("Configuration validation failed")
 
 
+@pytest.mark.parametrize("field, value, reason", [
+    ("sticky_balanced_group_margin", -0.5, "Must be finite and >= 0.0"),
+    ("sticky_balanced_move_margin", -0.25, "Must be finite and >= 0.0"),
+    ("sticky_balanced_move_kv_usage", 1.5, "Must be finite and between 0.0 and 1.0"),
+])
+def test_bad_sticky_balanced_flag_is_value_error_naming_it(engine_jar, field, value, reason):
+    with pytest.raises(ValueError) as excinfo:
+        Router.from_args(RouterArgs(port=0, prometheus_port=0, policy="sticky_balanced", **{field: value})).launch()
+    assert str(excinfo.value) == f"Configuration validation failed: Invalid value for field '{field}': {value} - {reason}"
+
+
 @pytest.mark.parametrize("url, reason", [
     ("ftp://w:1", "URL must start with http://, https://, or grpc://"),
     ("http://127.0.0.1:0", "Port must be between 1 and 65535"),

@@ -188,6 +188,8 @@ class RouterArgs:
     # sticky_balanced
     sticky_balanced_group_margin: float = 1.0
     sticky_balanced_group_separator: str = "_"
+    sticky_balanced_move_margin: float = 8.0
+    sticky_balanced_move_kv_usage: float = 0.5
     kv_event_source: list[str] = field(default_factory=list)
     kv_event_replay_source: list[str] = field(default_factory=list)
     kv_event_block_size: int = 16
@@ -423,6 +425,15 @@ class RouterArgs:
                             help="sticky_balanced: a session's group is its id up to the last occurrence of this "
                                  "text (SkyRL's '{instance_id}_{repetition_id}' gives the instance id); "
                                  "empty: no groups")
+        parser.add_argument(f"--{p}sticky-balanced-move-margin", type=float,
+                            default=RouterArgs.sticky_balanced_move_margin,
+                            help="sticky_balanced: a bound session moves to the least loaded worker when its own "
+                                 "worker's projected load exceeds that one's by more than this many times the "
+                                 "session's context, the tokens the move prefills again (0: never moves)")
+        parser.add_argument(f"--{p}sticky-balanced-move-kv-usage", type=float,
+                            default=RouterArgs.sticky_balanced_move_kv_usage,
+                            help="sticky_balanced: moves leave only a worker whose last /metrics sample shows "
+                                 "queued requests or a KV cache usage at least this high, 0.0-1.0")
         parser.add_argument(f"--{p}kv-event-source",
                             action="append", default=[], metavar="WORKER_URL=ENDPOINT[,ENDPOINT...]",
                             help="kv_aware: a worker's KV event endpoints (one per DP rank)")

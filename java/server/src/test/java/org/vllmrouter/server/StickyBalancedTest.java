@@ -2,6 +2,9 @@ package org.vllmrouter.server;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
 
 import java.net.http.HttpResponse;
 import java.util.Map;
@@ -39,6 +42,36 @@ class StickyBalancedTest {
                             .statusCode());
                 }
                 assertEquals(0, router.sessionStats().activeSessions());
+            }
+        }
+    }
+
+    @Test
+    void aSessionsTrajectoryIsKeptAndObservedAtRelease() throws Exception {
+        try (MockWorkers mock = MockWorkers.start(MockConfig.builder().count(2).build())) {
+            Map<String, Object> cfg = Fixture.base(mock.urls());
+            cfg.put("policy", "sticky_balanced");
+            try (RouterServer router = Fixture.start(cfg)) {
+                String prefix = "a shared system prompt that the worker keeps in its prefix cache ".repeat(8);
+                JsonNode first = TestHttp.json(TestHttp.post(router.url() + "/v1/chat/completions",
+                        TestHttp.chat("m", prefix + "turn one"), "X-Session-ID", "traj"));
+                JsonNode second = TestHttp.json(TestHttp.post(router.url() + "/v1/chat/completions",
+                        TestHttp.chat("m", prefix + "turn one, then turn two"), "X-Session-ID", "traj"));
+
+                HttpResponse<String> r = TestHttp.get(router.url() + "/sessions?session_id=traj");
+                assertEquals(200, r.statusCode(), r.body());
+                JsonNode detail = TestHttp.json(r);
+                assertEquals(2, detail.get("turns").asInt());
+                assertEquals(0, detail.get("worker_changes").asInt());
+                assertEquals(first.at("/usage/prompt_tokens").asLong() + second.at("/usage/prompt_tokens").asLong(),
+                        detail.get("prompt_tokens").asLong());
+                assertTrue(detail.get("cached_tokens").asLong() > 0, detail.toString());
+
+                assertEquals(200, TestHttp.post(router.url() + "/finish_session?session_id=traj", "").statusCode());
+                assertEquals(404, TestHttp.get(router.url() + "/sessions?session_id=traj").statusCode());
+                String scrape = TestHttp.get("http://127.0.0.1:" + router.metricsPort() + "/metrics").body();
+                assertTrue(scrape.contains("vllm_router_sticky_session_turns_count 1"), scrape);
+                assertTrue(scrape.contains("vllm_router_sticky_session_turns_sum 2.0"), scrape);
             }
         }
     }

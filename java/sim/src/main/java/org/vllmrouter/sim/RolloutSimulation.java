@@ -16,6 +16,7 @@ import org.vllmrouter.core.policy.Policies;
 import org.vllmrouter.core.policy.PolicySettings;
 import org.vllmrouter.core.policy.PrefixResidency;
 import org.vllmrouter.core.policy.RoutingRequest;
+import org.vllmrouter.core.policy.StickyBalancedPolicy;
 import org.vllmrouter.core.session.Extraction;
 import org.vllmrouter.core.session.HeaderLookup;
 import org.vllmrouter.core.session.InMemorySessionTable;
@@ -38,13 +39,14 @@ import org.vllmrouter.mock.rollout.Turn;
  *
  * <p>The router's side is kept as the server keeps it: a worker's load is its in-flight turns, a turn's session id
  * comes from its {@code X-Session-ID} header, its body's size is what a real body of its prompt tokens would be, kv_aware is told each worker's cached prefix of the prompt (what the
- * workers' KV events would have reported, here without delay), and a trajectory's session is released when it ends,
- * as SkyRL's {@code finally} does.
+ * workers' KV events would have reported, here without delay), sticky_balanced reads each engine's waiting, running
+ * and KV-usage gauges as the router's scraper gives them (read once a second, {@link ScrapedLoad}), and a
+ * trajectory's session is released when it ends, as SkyRL's {@code finally} does.
  */
 public final class RolloutSimulation {
     private static final String WORKER_URL = "http://sim-worker-%d:8000";
 
-    private enum Kind { ARRIVAL, STEP_END, CHORES }
+    private enum Kind { ARRIVAL, STEP_END, CHORES, SCRAPE }
 
     private record Event(double time, long order, Kind kind, int index) implements Comparable<Event> {
         @Override
@@ -80,6 +82,8 @@ public final class RolloutSimulation {
     private final int blocksPerWorker;
     private final LoadBalancingPolicy policy;
     private final int choresIntervalSecs;
+    /** The workers' gauges, for a policy that reads them (sticky_balanced); null for the others. */
+    private final ScrapedLoad scraped;
     private final PriorityQueue<Event> events = new PriorityQueue<>();
     private final List<Run> runs = new ArrayList<>();
     private long order;
@@ -109,6 +113,10 @@ public final class RolloutSimulation {
         SessionSettings sessions = settings.sessions();
         this.policy = Policies.create(policyName, withoutBackgroundEviction(settings.policies()),
                 () -> new InMemorySessionTable(sessions.ttl(), sessions.maxSessions(), this::nanoTime));
+        this.scraped = policy instanceof StickyBalancedPolicy ? new ScrapedLoad(workers, engines) : null;
+        if (scraped != null) {
+            ((StickyBalancedPolicy) policy).readLiveLoad(scraped);
+        }
     }
 
     /** The default settings, with the session TTL from this process's environment, as a router takes it. */
@@ -149,6 +157,9 @@ public final class RolloutSimulation {
         if (choresIntervalSecs > 0) {
             schedule(choresIntervalSecs, Kind.CHORES, 0);
         }
+        if (scraped != null) {
+            scrape();
+        }
         try {
             while (!events.isEmpty()) {
                 Event e = events.poll();
@@ -157,6 +168,7 @@ public final class RolloutSimulation {
                     case ARRIVAL -> arrive(e.index());
                     case STEP_END -> endStep(e.index());
                     case CHORES -> chores();
+                    case SCRAPE -> scrape();
                 }
             }
         } finally {
@@ -258,6 +270,13 @@ public final class RolloutSimulation {
         }
         if (open > 0) {
             schedule(now + choresIntervalSecs, Kind.CHORES, 0);
+        }
+    }
+
+    private void scrape() {
+        scraped.refresh();
+        if (open > 0) {
+            schedule(now + ScrapedLoad.INTERVAL_SECONDS, Kind.SCRAPE, 0);
         }
     }
 

@@ -388,18 +388,22 @@ final class ConfigValidator {
         if (!(Double.isFinite(c.routerTemperature()) && c.routerTemperature() >= 0.0)) {
             throw invalid("router_temperature", c.routerTemperature(), "Must be finite and >= 0.0");
         }
-        penalty("kv_penalty_host", c.kvPenaltyHost());
-        penalty("kv_penalty_external", c.kvPenaltyExternal());
-        penalty("kv_penalty_disk", c.kvPenaltyDisk());
+        fraction("kv_penalty_host", c.kvPenaltyHost());
+        fraction("kv_penalty_external", c.kvPenaltyExternal());
+        fraction("kv_penalty_disk", c.kvPenaltyDisk());
     }
 
     private static void validateStickyBalanced(RouterConfig c) throws ConfigException {
         if (!(Double.isFinite(c.stickyBalancedGroupMargin()) && c.stickyBalancedGroupMargin() >= 0.0)) {
             throw invalid("sticky_balanced_group_margin", c.stickyBalancedGroupMargin(), "Must be finite and >= 0.0");
         }
+        if (!(Double.isFinite(c.stickyBalancedMoveMargin()) && c.stickyBalancedMoveMargin() >= 0.0)) {
+            throw invalid("sticky_balanced_move_margin", c.stickyBalancedMoveMargin(), "Must be finite and >= 0.0");
+        }
+        fraction("sticky_balanced_move_kv_usage", c.stickyBalancedMoveKvUsage());
     }
 
-    private static void penalty(String field, double value) throws ConfigException {
+    private static void fraction(String field, double value) throws ConfigException {
         if (!(Double.isFinite(value) && value >= 0.0 && value <= 1.0)) {
             throw invalid(field, value, "Must be finite and between 0.0 and 1.0");
         }

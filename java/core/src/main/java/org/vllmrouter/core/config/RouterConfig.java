@@ -85,6 +85,8 @@ public record RouterConfig(
         Integer kvAwareSessionAffinityTtlSecs,
         double stickyBalancedGroupMargin,
         String stickyBalancedGroupSeparator,
+        double stickyBalancedMoveMargin,
+        double stickyBalancedMoveKvUsage,
         List<String> kvEventSource,
         List<String> kvEventReplaySource,
         int kvEventBlockSize,

@@ -19,7 +19,8 @@ public record PolicySettings(String policy, String prefillPolicy, String decodeP
                         c.evictionIntervalSecs(), c.maxTreeSize()),
                 new KvAwarePolicy.Settings(c.routerTemperature(), c.kvPenaltyHost(), c.kvPenaltyExternal(),
                         c.kvPenaltyDisk(), affinityTtl == null ? null : Duration.ofSeconds(affinityTtl)),
-                new StickyBalancedPolicy.Settings(c.stickyBalancedGroupMargin(), c.stickyBalancedGroupSeparator()));
+                new StickyBalancedPolicy.Settings(c.stickyBalancedGroupMargin(), c.stickyBalancedGroupSeparator(),
+                        c.stickyBalancedMoveMargin(), c.stickyBalancedMoveKvUsage()));
     }
 
     /** These settings with cache_aware's replaced. */

@@ -10,6 +10,7 @@ import org.vllmrouter.core.config.PolicyNames;
 import org.vllmrouter.core.session.LeastLoaded;
 import org.vllmrouter.core.session.SessionStats;
 import org.vllmrouter.core.session.SessionTable;
+import org.vllmrouter.core.session.Trajectory;
 import org.vllmrouter.core.worker.Worker;
 
 /**
@@ -26,19 +27,34 @@ import org.vllmrouter.core.worker.Worker;
  * queues requests is projected heavier in proportion: by {@code 1 + waiting / max(1, running)}, so a queue as long as
  * the running batch doubles it.
  *
+ * <p>A bound session moves (besides when its worker stops being a candidate) only when the move pays for itself: when
+ * its worker's projected load, without it, exceeds the least loaded candidate's by more than {@code moveMargin} times
+ * its context, the tokens the new worker must prefill again. Late in a rollout batch most sessions have ended and the
+ * long ones left are bound wherever the start put them; this lets them leave a crowded worker, whose cache would
+ * evict their context between turns anyway. Each move counts as a re-bound session and in the session's worker
+ * changes.
+ *
  * <p>Footprints live in the session table beside the bindings, so release, expiry, eviction and re-binding keep them
  * right by construction. A table that chooses in a shared store ({@link SessionTable#placesByPolicy()} false: Redis)
- * keeps its own rule, the fewest sessions, and no footprints; the policy then places as sticky_least_loaded does.
+ * keeps its own rule, the fewest sessions, and no footprints; the policy then places as sticky_least_loaded does and
+ * never moves a session.
  */
 public final class StickyBalancedPolicy implements LoadBalancingPolicy {
     /**
      * @param groupMargin how far (in multiples of a new session's prompt tokens) its group's worker may be above the
      *     least projected load and still take it; 0: only when it is the least loaded
      * @param groupSeparator a session's group is its id up to the last occurrence of this; empty: no groups
+     * @param moveMargin how far (in multiples of a bound session's context) its worker's projected load must exceed the
+     *     least one's for the session to move there; 0: never moves
+     * @param moveKvUsage moves leave only a worker whose engine reported queued requests or a KV cache usage (0 to 1)
+     *     at least this high in its last fresh sample
      */
-    public record Settings(double groupMargin, String groupSeparator) {
-        public static final Settings DEFAULTS = new Settings(1.0, "_");
+    public record Settings(double groupMargin, String groupSeparator, double moveMargin, double moveKvUsage) {
+        public static final Settings DEFAULTS = new Settings(1.0, "_", 8.0, 0.5);
     }
+
+    /** Known turns between two scans for the least loaded candidate, when no placement has refreshed it. */
+    static final int LEAST_RESCAN_TURNS = 256;
 
     /** Groups remembered (most recently placed first out last): a rollout batch has far fewer. */
     static final int MAX_GROUPS = 1 << 16;
@@ -48,7 +64,24 @@ public final class StickyBalancedPolicy implements LoadBalancingPolicy {
 
     private final SessionTable sessions;
     private final Settings settings;
-    private final SessionTable.Placement placement = this::place;
+    private final SessionTable.Placement placement = new SessionTable.Placement() {
+        @Override
+        public Worker place(List<Worker> candidates, String sessionId, long tokens, ToLongFunction<String> tokensOf) {
+            return StickyBalancedPolicy.this.place(candidates, sessionId, tokens, tokensOf);
+        }
+
+        @Override
+        public boolean keeps(Worker current, List<Worker> candidates, String sessionId, long tokens,
+                             ToLongFunction<String> tokensOf) {
+            return StickyBalancedPolicy.this.keeps(current, candidates, sessionId, tokens, tokensOf);
+        }
+    };
+    /** The least projected load seen at the last scan; read and written only inside the table's atomic step. */
+    private long leastSeen;
+    private int turnsSinceScan;
+    private int candidatesScanned;
+    /** Set by {@link #keeps} when it moves a session, so that {@link #place} places it by load alone. */
+    private boolean moving;
     private final ConcurrentHashMap<String, InFlight> inFlight = new ConcurrentHashMap<>();
     private volatile LiveLoad liveLoad = LiveLoad.NONE;
     /** Group -> the URL its last session was placed on. Used only by {@link #place}, which the table serialises. */
@@ -129,7 +162,17 @@ public final class StickyBalancedPolicy implements LoadBalancingPolicy {
         LiveLoad live = liveLoad;
         ToLongFunction<Worker> load = w -> queued(live, w, boundTokens.applyAsLong(w.url()) + inFlightTokens(w.url()));
         Worker least = LeastLoaded.lightest(candidates, load, sessionId);
+        leastSeen = load.applyAsLong(least);
+        turnsSinceScan = 0;
+        candidatesScanned = candidates.size();
         String group = groupOf(sessionId);
+        if (moving) {
+            moving = false;
+            if (group != null) {
+                groupWorkers.put(group, least.url());
+            }
+            return reserve(least, tokens);
+        }
         if (group == null) {
             return reserve(least, tokens);
         }
@@ -142,6 +185,51 @@ public final class StickyBalancedPolicy implements LoadBalancingPolicy {
         }
         groupWorkers.put(group, chosen.url());
         return reserve(chosen, tokens);
+    }
+
+    /**
+     * Inside the table's atomic step, for a bound session's turn: it stays unless its worker's projected load (without
+     * it) exceeds the least loaded candidate's by more than {@code moveMargin} times its context, the tokens a move
+     * makes the new worker prefill again. The least load is the one seen at the last scan (of a placement or of this)
+     * while that rules the move out and the candidates are as many, so a known turn costs one worker's load and a full
+     * scan only when a move may pay or {@link #LEAST_RESCAN_TURNS} turns have passed: a worker that has emptied since
+     * is seen that much later.
+     */
+    private boolean keeps(Worker current, List<Worker> candidates, String sessionId, long tokens,
+                          ToLongFunction<String> boundTokens) {
+        double margin = settings.moveMargin();
+        if (!(margin > 0) || candidates.size() < 2) {
+            return true;
+        }
+        LiveLoad live = liveLoad;
+        if (!underPressure(live.of(current.baseUrl()))) {
+            return true;
+        }
+        ToLongFunction<Worker> load = w -> queued(live, w, boundTokens.applyAsLong(w.url()) + inFlightTokens(w.url()));
+        long here = load.applyAsLong(current);
+        double price = margin * tokens;
+        if (here - leastSeen <= price && candidates.size() == candidatesScanned
+                && ++turnsSinceScan < LEAST_RESCAN_TURNS) {
+            return true;
+        }
+        Worker least = LeastLoaded.lightest(candidates, load, sessionId);
+        leastSeen = load.applyAsLong(least);
+        turnsSinceScan = 0;
+        candidatesScanned = candidates.size();
+        if (least == current || here - leastSeen <= price) {
+            return true;
+        }
+        moving = true;
+        return false;
+    }
+
+    /**
+     * Whether a worker's engine says its cache is contended: requests queued, or running ones holding at least
+     * {@code moveKvUsage} of the cache. Below that its idle sessions' contexts stay cached between turns and a move
+     * would only trade their hits for re-prefill; with no fresh sample nothing says so, and nothing moves.
+     */
+    private boolean underPressure(LiveLoad.Sample s) {
+        return s != null && (s.waiting() > 0 || s.kvCacheUsage() >= settings.moveKvUsage());
     }
 
     /** A placement's request counts in flight in the same atomic step, so the next placement sees it. */
@@ -191,6 +279,25 @@ public final class StickyBalancedPolicy implements LoadBalancingPolicy {
         int released = sessions.release(sessionId);
         LOG.log(Level.DEBUG, released > 0 ? "sticky_balanced: finished session ''{0}''"
                 : "sticky_balanced: finish for unknown session ''{0}''", sessionId);
+    }
+
+    @Override
+    public boolean keepsSessions() {
+        return true;
+    }
+
+    @Override
+    public void turnEnded(RoutingRequest request, long promptTokens, long cachedTokens) {
+        String sessionId = request.sessionId();
+        if (sessionId != null) {
+            sessions.turnEnded(request.model() == null ? NO_MODEL_POOL : request.model(), sessionId, promptTokens,
+                    cachedTokens);
+        }
+    }
+
+    @Override
+    public Trajectory trajectory(String sessionId) {
+        return sessions.trajectory(sessionId);
     }
 
     @Override

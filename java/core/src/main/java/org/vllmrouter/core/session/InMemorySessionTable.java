@@ -165,7 +165,7 @@ public final class InMemorySessionTable implements SessionTable {
             if (b != null) {
                 if (now - b.lastUsedNanos < ttlNanos) {
                     Worker current = find(candidates, b.worker.url);
-                    if (current != null) {
+                    if (current != null && (placement == null || keeps(placement, b, current, candidates, tokens))) {
                         b.worker.tokens += tokens - b.tokens;
                         b.tokens = tokens;
                         b.lastUsedNanos = now;
@@ -418,6 +418,14 @@ public final class InMemorySessionTable implements SessionTable {
 
     private static boolean usedSinceQueued(Binding b) {
         return b.lastUsedNanos > b.queuedNanos;
+    }
+
+    /** Asks {@code placement} whether {@code b} stays on {@code current}, its own weight left out of the sums. */
+    private boolean keeps(Placement placement, Binding b, Worker current, List<Worker> candidates, long tokens) {
+        WorkerSessions own = b.worker;
+        long weight = b.tokens;
+        return placement.keeps(current, candidates, b.sessionId, tokens,
+                url -> tokensOf(url) - (url.equals(own.url) ? weight : 0));
     }
 
     private long tokensOf(String url) {

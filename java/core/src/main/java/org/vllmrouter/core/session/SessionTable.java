@@ -21,7 +21,10 @@ public interface SessionTable {
         EXISTING,
         /** A session not tracked before was bound. */
         STARTED,
-        /** A tracked session moved: its worker is no longer a candidate, or it was idle past the TTL. */
+        /**
+         * A tracked session moved: its worker is no longer a candidate, it was idle past the TTL, or its placement
+         * no longer keeps it there ({@link Placement#keeps}).
+         */
         REBOUND
     }
 
@@ -50,6 +53,16 @@ public interface SessionTable {
          * holds them, without this session.
          */
         Worker place(List<Worker> candidates, String sessionId, long tokens, ToLongFunction<String> tokensOf);
+
+        /**
+         * Whether session {@code sessionId}, bound to {@code current} (a candidate) and now weighing {@code tokens},
+         * stays there; false moves it (a {@link Outcome#REBOUND}, placed again by {@link #place}). Called inside the
+         * same atomic step; {@code tokensOf} as in {@link #place}, without this session. By default a session stays.
+         */
+        default boolean keeps(Worker current, List<Worker> candidates, String sessionId, long tokens,
+                              ToLongFunction<String> tokensOf) {
+            return true;
+        }
     }
 
     /**

@@ -139,6 +139,8 @@ class ConfigValidatorTest {
         "{\"policy\": \"kv_aware\", \"kv_penalty_host\": 1.5}|Configuration validation failed: Invalid value for field 'kv_penalty_host': 1.5 - Must be finite and between 0.0 and 1.0",
         "{\"prefill_policy\": \"kv_aware\", \"vllm_pd_disaggregation\": true, \"prefill_urls\": [[\"http://p:1\", null]], \"decode_urls\": [\"http://d:1\"], \"kv_penalty_disk\": -0.1}|Configuration validation failed: Invalid value for field 'kv_penalty_disk': -0.1 - Must be finite and between 0.0 and 1.0",
         "{\"policy\": \"sticky_balanced\", \"sticky_balanced_group_margin\": -0.5}|Configuration validation failed: Invalid value for field 'sticky_balanced_group_margin': -0.5 - Must be finite and >= 0.0",
+        "{\"policy\": \"sticky_balanced\", \"sticky_balanced_move_margin\": -1}|Configuration validation failed: Invalid value for field 'sticky_balanced_move_margin': -1 - Must be finite and >= 0.0",
+        "{\"policy\": \"sticky_balanced\", \"sticky_balanced_move_kv_usage\": 1.5}|Configuration validation failed: Invalid value for field 'sticky_balanced_move_kv_usage': 1.5 - Must be finite and between 0.0 and 1.0",
         "{\"prefill_policy\": \"sticky_balanced\", \"vllm_pd_disaggregation\": true, \"prefill_urls\": [[\"http://p:1\", null]], \"decode_urls\": [\"http://d:1\"], \"sticky_balanced_group_margin\": -1}|Configuration validation failed: Invalid value for field 'sticky_balanced_group_margin': -1 - Must be finite and >= 0.0",
     })
     void zeroOneSeventeenFlagsThisRouterDoesNotImplementAreRefusedAtStart(String json, String message) {
@@ -228,7 +230,8 @@ class ConfigValidatorTest {
 
     @Test
     void stickyBalancedParametersAreCheckedOnlyWhenStickyBalancedIsUsed() throws Exception {
-        RouterConfig.fromJson("{\"worker_urls\": [\"http://a:1\"], \"sticky_balanced_group_margin\": -1}").validate();
+        RouterConfig.fromJson("{\"worker_urls\": [\"http://a:1\"], \"sticky_balanced_group_margin\": -1, "
+                + "\"sticky_balanced_move_margin\": -1, \"sticky_balanced_move_kv_usage\": 2}").validate();
         RouterConfig.fromJson("{\"worker_urls\": [\"http://a:1\"], \"policy\": \"sticky_balanced\", "
                 + "\"sticky_balanced_group_margin\": 0, \"sticky_balanced_group_separator\": \"\"}").validate();
     }

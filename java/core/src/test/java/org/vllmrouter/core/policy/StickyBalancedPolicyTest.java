@@ -34,7 +34,7 @@ class StickyBalancedPolicyTest {
     private final List<Worker> workers = List.of(a, b, c);
 
     private StickyBalancedPolicy policy(double margin, String separator) {
-        return new StickyBalancedPolicy(table, new StickyBalancedPolicy.Settings(margin, separator));
+        return new StickyBalancedPolicy(table, new StickyBalancedPolicy.Settings(margin, separator, 0, 0.5));
     }
 
     /** A turn of {@code id} whose body is {@code tokens} prompt tokens by the router's estimate. */
@@ -136,12 +136,56 @@ class StickyBalancedPolicyTest {
     void theFlagsReachThePolicy() throws Exception {
         PolicySettings settings = PolicySettings.from(RouterConfig.fromJson("{\"worker_urls\": [\"http://a:1\"], "
                 + "\"policy\": \"sticky_balanced\", \"sticky_balanced_group_margin\": 0.5, "
-                + "\"sticky_balanced_group_separator\": \"::\"}"));
+                + "\"sticky_balanced_group_separator\": \"::\", \"sticky_balanced_move_margin\": 3, "
+                + "\"sticky_balanced_move_kv_usage\": 0.25}"));
+        assertEquals(3.0, settings.stickyBalanced().moveMargin());
+        assertEquals(0.25, settings.stickyBalanced().moveKvUsage());
         LoadBalancingPolicy p = Policies.create(PolicyNames.STICKY_BALANCED, settings, () -> table);
         Worker first = p.select(workers, turn("run::0", 1_000));
         p.onComplete(first, true);
         assertSame(first, p.select(workers, turn("run::1", 2_000)), "1,000 above the least: within 0.5 x 2,000");
         assertTrue(p.select(workers, turn("run_2", 2_000)) != first, "'_' separates nothing here");
+    }
+
+    @Test
+    void aBoundSessionMovesOnlyWhenTheImbalanceOutweighsItsReprefill() {
+        StickyBalancedPolicy p = new StickyBalancedPolicy(table, new StickyBalancedPolicy.Settings(0, "", 2.0, 0.5));
+        p.readLiveLoad(CONTENDED);
+        List<Worker> two = List.of(a, b);
+        for (String id : new String[] {"big-1", "big-2", "big-3", "small"}) {
+            assertSame(a, complete(p, List.of(a), id, id.equals("small") ? 1_000 : 10_000));
+        }
+        assertSame(b, complete(p, List.of(b), "other", 1_000));
+        assertSame(a, complete(p, two, "big-1", 10_000), "20,000 above the least: not more than 2 x 10,000");
+        assertEquals(0, table.stats().rebound());
+        assertSame(b, complete(p, two, "small", 1_000), "29,000 above the least: more than 2 x 1,000");
+        assertEquals(1, table.stats().rebound());
+        assertEquals(1, p.trajectory("small").workerChanges());
+        assertEquals(List.of(b.url()), p.trajectory("small").workers());
+        assertEquals(2_000L, table.boundTokens().get(b.url()));
+        assertEquals(30_000L, table.boundTokens().get(a.url()));
+        assertSame(b, complete(p, two, "small", 1_000), "a moved session stays on its new worker");
+
+        StickyBalancedPolicy still = policy(0, "");
+        still.readLiveLoad(CONTENDED);
+        assertSame(a, complete(still, two, "big-2", 10), "move margin 0: never moves");
+    }
+
+    /** Every worker's engine queues nothing but holds 60% of its KV cache in running requests. */
+    private static final LiveLoad CONTENDED = url -> new LiveLoad.Sample(0, 4, 0.6);
+
+    @Test
+    void aSessionMovesOnlyOffAWorkerWhoseCacheIsContended() {
+        StickyBalancedPolicy p = new StickyBalancedPolicy(table, new StickyBalancedPolicy.Settings(0, "", 2.0, 0.7));
+        List<Worker> two = List.of(a, b);
+        complete(p, List.of(a), "big", 30_000);
+        assertSame(a, complete(p, List.of(a), "small", 1_000));
+        assertSame(a, complete(p, two, "small", 1_000), "no sample: nothing says the cache is contended");
+        p.readLiveLoad(CONTENDED);
+        assertSame(a, complete(p, two, "small", 1_000), "60% in use, below 70%");
+        p.readLiveLoad(url -> url.equals(a.baseUrl()) ? new LiveLoad.Sample(1, 4, 0.1) : null);
+        assertSame(b, complete(p, two, "small", 1_000), "a queue is contention at any usage");
+        assertEquals(1, table.stats().rebound());
     }
 
     @Test

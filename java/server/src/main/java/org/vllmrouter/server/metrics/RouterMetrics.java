@@ -131,7 +131,9 @@ public final class RouterMetrics {
         CounterWithCallback.builder().name("vllm_router_sticky_sessions_evicted_total")
                 .help("Least recently used sessions dropped to make room (max_sessions reached)")
                 .callback(cb -> cb.call(sessions.get().evicted())).register(registry);
-        CounterWithCallback.builder().name("vllm_router_sticky_sessions_rebound_total").help("Sessions moved off an unavailable worker")
+        CounterWithCallback.builder().name("vllm_router_sticky_sessions_rebound_total")
+                .help("Sessions bound again elsewhere: their worker unavailable, idle past the TTL, or moved by "
+                        + "sticky_balanced")
                 .callback(cb -> cb.call(sessions.get().rebound())).register(registry);
         GaugeWithCallback.builder().name("vllm_router_session_store_degraded")
                 .help("1 while the shared session store is unreachable and routing uses this router's own view")
