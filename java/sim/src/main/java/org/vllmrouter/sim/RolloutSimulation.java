@@ -64,6 +64,21 @@ public final class RolloutSimulation {
         int turn;
         double start = Double.NaN;
         double end;
+        /** The current turn's times: its arrival, its first step, its first output token. */
+        double arrived;
+        double scheduled;
+        double firstToken;
+        final List<Integer> workersVisited = new ArrayList<>();
+        int lastWorker = -1;
+        int turnsSent;
+        long promptTokens;
+        long cachedTokens;
+        double queueWait;
+        double prefill;
+        double decode;
+        int preemptions;
+        int workerChanges;
+        int errors;
 
         Run(int index, Trajectory trajectory, long[] hashes) {
             this.index = index;
@@ -79,6 +94,11 @@ public final class RolloutSimulation {
     private final Map<Worker, Integer> workerIndex = new IdentityHashMap<>();
     private final EngineModel[] engines;
     private final boolean[] stepping;
+    /** Per worker, the requests its running step computes for. */
+    private final List<List<EngineRequest>> inStep = new ArrayList<>();
+    /** Every worker's prefix cache in one index, for a policy that is told each worker's cached prefix. */
+    private final PrefixHolders holders;
+    private final int[] credited;
     private final int blocksPerWorker;
     private final LoadBalancingPolicy policy;
     private final int choresIntervalSecs;
@@ -102,17 +122,26 @@ public final class RolloutSimulation {
         this.blocksPerWorker = pressure.blocksPerWorker(prepared.workload(), workerCount, prepared.costs());
         this.engines = new EngineModel[workerCount];
         this.stepping = new boolean[workerCount];
+        this.choresIntervalSecs = RouterConfig.defaults().evictionIntervalSecs();
+        if (OraclePolicy.NAME.equals(policyName)) {
+            this.policy = new OraclePolicy(prepared.workload().trajectories(), workerCount, prepared.costs());
+        } else {
+            RouterSettings settings = defaultSettings();
+            SessionSettings sessions = settings.sessions();
+            this.policy = Policies.create(policyName, withoutBackgroundEviction(settings.policies()),
+                    () -> new InMemorySessionTable(sessions.ttl(), sessions.maxSessions(), this::nanoTime));
+        }
+        this.holders = policy.usesPrefixResidency() ? new PrefixHolders(workerCount, prepared.costs().blockSize())
+                : null;
+        this.credited = new int[workerCount];
         for (int i = 0; i < workerCount; i++) {
             Worker w = Worker.builder(String.format(WORKER_URL, i)).build();
             workers.add(w);
             workerIndex.put(w, i);
-            engines[i] = new EngineModel(prepared.costs(), blocksPerWorker);
+            engines[i] = holders == null ? new EngineModel(prepared.costs(), blocksPerWorker)
+                    : new EngineModel(prepared.costs(), blocksPerWorker, holders.listenerFor(i));
+            inStep.add(new ArrayList<>());
         }
-        this.choresIntervalSecs = RouterConfig.defaults().evictionIntervalSecs();
-        RouterSettings settings = defaultSettings();
-        SessionSettings sessions = settings.sessions();
-        this.policy = Policies.create(policyName, withoutBackgroundEviction(settings.policies()),
-                () -> new InMemorySessionTable(sessions.ttl(), sessions.maxSessions(), this::nanoTime));
         this.scraped = policy instanceof StickyBalancedPolicy ? new ScrapedLoad(workers, engines) : null;
         if (scraped != null) {
             ((StickyBalancedPolicy) policy).readLiveLoad(scraped);
@@ -189,6 +218,7 @@ public final class RolloutSimulation {
             run.start = now;
         }
         turns++;
+        run.turnsSent++;
         RoutingRequest request = RoutingRequest.of(new Extraction(t.sessionId(), null, null),
                 HeaderLookup.of(Map.of("x-session-id", t.sessionId())),
                 () -> PromptContent.text(t, turn.promptTokens()),
@@ -200,26 +230,45 @@ public final class RolloutSimulation {
         Worker chosen = policy.select(workers, request);
         if (chosen == null) {
             errors++;
+            run.errors++;
             end(run);
             return;
         }
         int w = workerIndex.get(chosen);
+        visit(run, w);
         chosen.incrementLoad();
         if (!engines[w].submit(new EngineRequest(run.hashes, turn.promptTokens(), turn.outputTokens(), run.history,
                 run))) {
             chosen.decrementLoad();
             policy.onComplete(chosen, false);
             errors++;
+            run.errors++;
             end(run);
             return;
         }
+        run.arrived = now;
+        run.scheduled = Double.NaN;
+        run.firstToken = Double.NaN;
         if (!stepping[w]) {
             step(w);
         }
     }
 
+    private static void visit(Run run, int w) {
+        if (w != run.lastWorker) {
+            if (run.lastWorker >= 0) {
+                run.workerChanges++;
+            }
+            run.workersVisited.add(w);
+            run.lastWorker = w;
+        }
+    }
+
+    /** Every worker's cached prefix of the prompt, worked out for all of them at the first worker asked about. */
     private PrefixResidency residency(long[] hashes, int promptTokens) {
         return new PrefixResidency() {
+            private boolean known;
+
             @Override
             public int inputTokens() {
                 return promptTokens;
@@ -227,21 +276,49 @@ public final class RolloutSimulation {
 
             @Override
             public int creditedTokens(Worker worker) {
-                return engines[workerIndex.get(worker)].cachedPrefixTokens(hashes, promptTokens);
+                if (!known) {
+                    holders.cachedPrefixTokens(hashes, promptTokens, credited);
+                    known = true;
+                }
+                return credited[workerIndex.get(worker)];
             }
         };
     }
 
     private void step(int w) {
         stepping[w] = true;
-        schedule(now + engines[w].startStep(), Kind.STEP_END, w);
+        double seconds = engines[w].startStep();
+        List<EngineRequest> computing = inStep.get(w);
+        engines[w].forEachScheduled(r -> {
+            computing.add(r);
+            Run run = (Run) r.tag();
+            if (Double.isNaN(run.scheduled)) {
+                run.scheduled = now;
+            }
+        });
+        schedule(now + seconds, Kind.STEP_END, w);
     }
 
     private void endStep(int w) {
         Worker worker = workers.get(w);
-        for (EngineRequest done : engines[w].finishStep()) {
+        List<EngineRequest> finished = engines[w].finishStep();
+        List<EngineRequest> computing = inStep.get(w);
+        for (EngineRequest r : computing) {
+            Run run = (Run) r.tag();
+            if (Double.isNaN(run.firstToken) && r.generated() > 0) {
+                run.firstToken = now;
+            }
+        }
+        computing.clear();
+        for (EngineRequest done : finished) {
             Run run = (Run) done.tag();
             Turn turn = run.trajectory.turns().get(run.turn);
+            run.promptTokens += done.promptTokens();
+            run.cachedTokens += done.hitTokens();
+            run.queueWait += run.scheduled - run.arrived;
+            run.prefill += run.firstToken - run.scheduled;
+            run.decode += now - run.firstToken;
+            run.preemptions += done.preemptions();
             worker.decrementLoad();
             policy.onComplete(worker, !turn.abandoned());
             run.turn++;
@@ -278,6 +355,17 @@ public final class RolloutSimulation {
         if (open > 0) {
             schedule(now + ScrapedLoad.INTERVAL_SECONDS, Kind.SCRAPE, 0);
         }
+    }
+
+    /** Every trajectory of the run, in the workload's order; after {@link #run()}. */
+    public List<TrajectoryRecord> trajectories() {
+        List<TrajectoryRecord> records = new ArrayList<>(runs.size());
+        for (Run r : runs) {
+            records.add(new TrajectoryRecord(policyName, pressure.name(), r.trajectory.sessionId(),
+                    r.trajectory.group(), List.copyOf(r.workersVisited), r.turnsSent, r.promptTokens, r.cachedTokens,
+                    r.queueWait, r.prefill, r.decode, r.preemptions, r.workerChanges, r.end - r.start, r.errors));
+        }
+        return records;
     }
 
     private SimulationResult result() {

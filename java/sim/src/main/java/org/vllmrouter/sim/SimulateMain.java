@@ -47,6 +47,10 @@ public final class SimulateMain implements Callable<Integer> {
     @Option(names = "--progress", description = "Keep a progress line on stderr, one update per finished run.")
     private boolean progress;
 
+    @Option(names = "--trajectories", paramLabel = "FILE",
+            description = "Write every trajectory of every run as JSONL: its workers, tokens, waits and moves.")
+    private Path trajectories;
+
     @Option(names = "--group-latencies",
             description = "With --json, also list every group's latency in each result (group_latencies_s).")
     private boolean groupLatencies;
@@ -82,7 +86,7 @@ public final class SimulateMain implements Callable<Integer> {
 
     @Override
     public Integer call() throws BadInput, IOException {
-        List<String> policies = options.policies();
+        List<String> policies = options.simulatedPolicies();
         if (workers <= 0) {
             throw new BadInput("--workers must be > 0, got " + workers);
         }
@@ -96,13 +100,20 @@ public final class SimulateMain implements Callable<Integer> {
         PreparedWorkload prepared = PreparedWorkload.of(workload, CostConstants.LLAMA_8B_H100);
         List<SimulationResult> results = new ArrayList<>();
         int total = levels.size() * policies.size();
-        for (Pressure level : levels) {
-            for (String p : policies) {
-                results.add(new RolloutSimulation(prepared, p, workers, level).run());
-                if (progress) {
-                    err.printf("\rsimulate: %d/%d runs done (last: %s at %s pressure)\u001b[K", results.size(), total,
-                            p, level.name());
-                    err.flush();
+        try (Writer dump = trajectories == null ? null
+                : Files.newBufferedWriter(trajectories, StandardCharsets.UTF_8)) {
+            for (Pressure level : levels) {
+                for (String p : policies) {
+                    RolloutSimulation simulation = new RolloutSimulation(prepared, p, workers, level);
+                    results.add(simulation.run());
+                    if (dump != null) {
+                        write(simulation.trajectories(), dump);
+                    }
+                    if (progress) {
+                        err.printf("\rsimulate: %d/%d runs done (last: %s at %s pressure)\u001b[K", results.size(),
+                                total, p, level.name());
+                        err.flush();
+                    }
                 }
             }
         }
@@ -115,6 +126,15 @@ public final class SimulateMain implements Callable<Integer> {
             out.print(table(workload, results));
         }
         return 0;
+    }
+
+    private static void write(List<TrajectoryRecord> records, Writer dump) throws IOException {
+        for (TrajectoryRecord r : records) {
+            ObjectNode line = JSON.createObjectNode();
+            r.put(line);
+            dump.write(JSON.writeValueAsString(line));
+            dump.write('\n');
+        }
     }
 
     private ObjectNode json(Workload workload, List<SimulationResult> results) {

@@ -49,6 +49,21 @@ final class WorkloadOptions {
 
     /** The policies, each known to the engine. */
     List<String> policies() throws BadInput {
+        if (policies.contains(OraclePolicy.NAME)) {
+            throw new BadInput("policy '" + OraclePolicy.NAME + "' is the simulator's perfect router (it knows every"
+                    + " trajectory's length in advance) and only `simulate` runs it; a live router has no such policy");
+        }
+        return knownPolicies(policies);
+    }
+
+    /** The policies for {@code simulate}: each known to the engine, or the simulator's {@code oracle}. */
+    List<String> simulatedPolicies() throws BadInput {
+        List<String> routed = policies.stream().filter(p -> !p.equals(OraclePolicy.NAME)).toList();
+        knownPolicies(routed);
+        return policies;
+    }
+
+    private static List<String> knownPolicies(List<String> policies) throws BadInput {
         for (String p : policies) {
             if (!PolicyNames.isKnown(p)) {
                 throw new BadInput("unknown policy '" + p + "'; expected one of " + String.join(", ", PolicyNames.ALL));

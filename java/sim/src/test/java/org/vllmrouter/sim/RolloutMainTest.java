@@ -76,6 +76,8 @@ class RolloutMainTest {
     @Test
     void badInputIsOneLineBeforeAnyTraffic(@TempDir Path dir) throws Exception {
         assertBad(rollout("--plan", "--policies", "fastest"), "rollout: unknown policy 'fastest'; expected one of ");
+        assertBad(rollout("--plan", "--policies", "oracle"),
+                "rollout: policy 'oracle' is the simulator's perfect router");
         assertBad(rollout("--plan", "--workers", "0"), "rollout: --workers must be > 0, got 0");
         assertBad(rollout("--plan", "--groups", "-1"), "rollout: --groups must be > 0, got -1");
         Path trace = dir.resolve("bad.jsonl");

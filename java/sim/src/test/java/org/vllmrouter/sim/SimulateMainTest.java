@@ -88,6 +88,75 @@ class SimulateMainTest {
     }
 
     @Test
+    void theTrajectoryDumpHasALinePerTrajectoryAndRunWhoseTurnsAndTokensAddUp(@TempDir Path dir) throws Exception {
+        Path dump = dir.resolve("trajectories.jsonl");
+        Outcome o = simulate(small("--policies", "round_robin,sticky_least_loaded", "--pressure", "high", "--json",
+                "--trajectories", dump.toString()));
+        assertEquals(0, o.status(), o.err());
+        JsonNode results = JSON.readTree(o.out()).get("results");
+        List<JsonNode> lines = Files.readAllLines(dump).stream().map(SimulateMainTest::parse).toList();
+        assertEquals(2 * 16, lines.size());
+        assertEquals(Set.of("policy", "pressure", "session_id", "group", "workers", "turns", "prompt_tokens",
+                "cached_tokens", "queue_wait_s", "prefill_s", "decode_s", "preemptions", "worker_changes",
+                "latency_s", "errors"), fieldNames(lines.get(0)));
+        for (int run = 0; run < 2; run++) {
+            List<JsonNode> mine = lines.subList(16 * run, 16 * (run + 1));
+            String policy = results.get(run).get("policy").asText();
+            assertTrue(mine.stream().allMatch(l -> l.get("policy").asText().equals(policy)));
+            assertEquals(results.get(run).get("turns").asInt(), mine.stream().mapToInt(l -> l.get("turns").asInt()).sum());
+            assertEquals(results.get(run).get("preemptions").asInt(),
+                    mine.stream().mapToInt(l -> l.get("preemptions").asInt()).sum());
+            for (JsonNode l : mine) {
+                assertTrue(l.get("session_id").asText().startsWith(l.get("group").asText() + "_"), l::toString);
+                assertEquals(l.get("workers").size() - 1, l.get("worker_changes").asInt(), l::toString);
+                assertTrue(l.get("cached_tokens").asLong() <= l.get("prompt_tokens").asLong(), l::toString);
+                double parts = l.get("queue_wait_s").asDouble() + l.get("prefill_s").asDouble()
+                        + l.get("decode_s").asDouble();
+                assertTrue(parts <= l.get("latency_s").asDouble() + 1e-5, l::toString);
+            }
+        }
+        assertTrue(lines.subList(16, 32).stream().allMatch(l -> l.get("worker_changes").asInt() == 0),
+                "a sticky session stays on its worker");
+        assertTrue(lines.subList(0, 16).stream().anyMatch(l -> l.get("worker_changes").asInt() > 0),
+                "round robin moves a multi-turn session");
+    }
+
+    private static JsonNode parse(String line) {
+        try {
+            return JSON.readTree(line);
+        } catch (java.io.IOException e) {
+            throw new AssertionError(line, e);
+        }
+    }
+
+    @Test
+    void theOracleKeepsEachTrajectoryOnOneWorkerAndSpreadsTheBatch(@TempDir Path dir) throws Exception {
+        Path dump = dir.resolve("oracle.jsonl");
+        Outcome o = simulate(small("--policies", "oracle", "--json", "--trajectories", dump.toString()));
+        assertEquals(0, o.status(), o.err());
+        JsonNode r = JSON.readTree(o.out()).get("results").get(0);
+        assertEquals("oracle", r.get("policy").asText());
+        assertEquals(0, r.get("errors").asInt());
+        List<JsonNode> lines = Files.readAllLines(dump).stream().map(SimulateMainTest::parse).toList();
+        assertTrue(lines.stream().allMatch(l -> l.get("worker_changes").asInt() == 0));
+        assertEquals(4, lines.stream().map(l -> l.get("workers").get(0).asInt()).distinct().count(),
+                "16 trajectories over 4 workers use all of them");
+    }
+
+    @Test
+    void aThousandWorkersRunEveryPolicy() throws Exception {
+        Outcome o = simulate("--workers", "1000", "--groups", "8", "--samples", "4", "--json", "--policies",
+                WorkloadOptions.DEFAULT_POLICIES + ",oracle");
+        assertEquals(0, o.status(), o.err());
+        JsonNode results = JSON.readTree(o.out()).get("results");
+        assertEquals(WorkloadOptions.DEFAULT_POLICIES.split(",").length + 1, results.size());
+        for (JsonNode r : results) {
+            assertEquals(0, r.get("errors").asInt(), r::toString);
+            assertEquals(1000, r.get("workers").asInt());
+        }
+    }
+
+    @Test
     void badInputIsOneLineAndAFailingStatus(@TempDir Path dir) throws Exception {
         assertBad(simulate(small("--policies", "sticky_least_loaded,fastest")),
                 "simulate: unknown policy 'fastest'; expected one of ");

@@ -3,6 +3,7 @@ package org.vllmrouter.mock.rollout;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Consumer;
 
 /**
  * One vLLM engine's scheduler and KV cache, stepped by its caller in virtual time (V1's scheduler, simplified).
@@ -206,6 +207,13 @@ public final class EngineModel {
         return seconds;
     }
 
+    /** Hands {@code action} each request the step started last computes tokens for, in the step's order. */
+    public void forEachScheduled(Consumer<EngineRequest> action) {
+        for (Scheduled s : step) {
+            action.accept(s.request());
+        }
+    }
+
     /** Applies the step started last and returns the requests it finished, their KV freed into the cache. */
     public List<EngineRequest> finishStep() {
         List<EngineRequest> done = new ArrayList<>();
@@ -339,6 +347,7 @@ public final class EngineModel {
         release(r);
         r.computed = 0;
         preemptions++;
+        r.preemptions++;
         waiting.addFirst(r);
     }
 

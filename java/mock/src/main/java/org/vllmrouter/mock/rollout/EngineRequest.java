@@ -19,6 +19,7 @@ public final class EngineRequest {
     int generated;
     boolean admittedBefore;
     int hitTokens;
+    int preemptions;
     final ArrayList<EngineModel.Block> blocks = new ArrayList<>();
     int registeredBlocks;
 
@@ -41,6 +42,11 @@ public final class EngineRequest {
     /** Prompt tokens found in the prefix cache when the request was first admitted. */
     public int hitTokens() {
         return hitTokens;
+    }
+
+    /** Times the engine preempted this request (its KV freed, to be recomputed). */
+    public int preemptions() {
+        return preemptions;
     }
 
     /** Output tokens generated so far. */

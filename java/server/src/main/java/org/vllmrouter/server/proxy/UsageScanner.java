@@ -20,6 +20,11 @@ import java.io.IOException;
  *
  * <p>The key is matched on raw bytes: inside a JSON string a quote is escaped, so {@code "usage"} followed by a
  * colon is a member name (only a member name that itself ends in an escaped quote and {@code usage} could pass).
+ * Most of an answer is text and chunks without usage, so the bytes are not walked one by one: Netty's word-at-a-time
+ * {@link ByteBuf#indexOf} finds each {@code g} (rare in JSON punctuation and keys), and only a {@code g} preceded by
+ * {@code "usa} hands its bytes to the byte matcher, which runs until the key is ruled out or its object opens. A key
+ * cut by a part's end is carried over as the matcher's state: a part ending in a prefix of the key without its
+ * {@code g} ({@code "}, {@code "u}, {@code "us}, {@code "usa}) sets that state, and a later byte resumes it.
  * The parser is fed exactly the object, never a byte past it, so it ends with no input left over and can read
  * the next answer's object: each event loop keeps one idle parser, and a scan takes it (or makes one when another
  * scan of the loop holds it) and gives it back when its object is read.
@@ -31,6 +36,9 @@ final class UsageScanner implements ByteProcessor {
     /** Matcher states past the key's bytes: before the colon, then before the value. */
     private static final int BEFORE_COLON = KEY.length;
     private static final int BEFORE_VALUE = KEY.length + 1;
+    /** The key's bytes before its {@code g}, and those four bytes as one big-endian int. */
+    private static final int KEY_BEFORE_G = 4;
+    private static final int QUOTE_U_S_A = ('"' << 24) | ('u' << 16) | ('s' << 8) | 'a';
 
     private int state;
     private boolean failed;
@@ -64,12 +72,21 @@ final class UsageScanner implements ByteProcessor {
         int end = part.writerIndex();
         while (i < end && !failed) {
             if (parser == null) {
-                int start = part.forEachByte(i, end - i, this);
-                if (start < 0) {
+                int from = state == 0 ? nextCandidate(part, i, end) : i;
+                if (from < 0) {
+                    state = keyPrefixAtEnd(part, i, end);
                     return;
                 }
+                int stop = part.forEachByte(from, end - from, this);
+                if (stop < 0) {
+                    return;
+                }
+                if (state == 0) {
+                    i = stop + 1;
+                    continue;
+                }
                 openObject();
-                i = start;
+                i = stop;
             }
             int close = part.forEachByte(i, end - i, this);
             int stop = close < 0 ? end : close + 1;
@@ -78,16 +95,45 @@ final class UsageScanner implements ByteProcessor {
         }
     }
 
+    /** Where the next possible key starts in {@code [from, end)}: the quote of a {@code "usag}; -1 when none. */
+    private static int nextCandidate(ByteBuf part, int from, int end) {
+        for (int g = part.indexOf(from, end, (byte) 'g'); g >= 0; g = part.indexOf(g + 1, end, (byte) 'g')) {
+            int quote = g - KEY_BEFORE_G;
+            if (quote >= from && part.getInt(quote) == QUOTE_U_S_A) {
+                return quote;
+            }
+        }
+        return -1;
+    }
+
+    /** The matcher's state after {@code [from, end)} held no key: the length of the key prefix it ends in. */
+    private static int keyPrefixAtEnd(ByteBuf part, int from, int end) {
+        for (int length = Math.min(KEY_BEFORE_G, end - from); length > 0; length--) {
+            int at = end - length;
+            int matched = 0;
+            while (matched < length && part.getByte(at + matched) == KEY[matched]) {
+                matched++;
+            }
+            if (matched == length) {
+                return length;
+            }
+        }
+        return 0;
+    }
+
     @Override
     public boolean process(byte b) {
         return parser == null ? matchKey(b) : withinObject(b);
     }
 
-    /** False at the opening brace of a {@code "usage"} member's object. */
+    /**
+     * False where the matcher is done with the bytes it was handed: at the opening brace of a {@code "usage"}
+     * member's object (the state is left non-zero), or where the key is ruled out (the state is back to 0).
+     */
     private boolean matchKey(byte b) {
         if (state < KEY.length) {
             state = b == KEY[state] ? state + 1 : b == '"' ? 1 : 0;
-            return true;
+            return state != 0;
         }
         if (b == ' ' || b == '\n' || b == '\r' || b == '\t') {
             return true;
@@ -96,9 +142,11 @@ final class UsageScanner implements ByteProcessor {
             state = BEFORE_VALUE;
             return true;
         }
-        boolean object = state == BEFORE_VALUE && b == '{';
+        if (state == BEFORE_VALUE && b == '{') {
+            return false;
+        }
         state = b == '"' ? 1 : 0;
-        return !object;
+        return state != 0;
     }
 
     /** False at the object's closing brace. */

@@ -94,6 +94,56 @@ class UsageScannerTest {
     }
 
     @Test
+    void findsTheKeyWhereverTwoOrThreePartsSplitIt() {
+        int key = SSE.lastIndexOf("\"usage\"");
+        for (int first = key - 2; first <= key + 10; first++) {
+            for (int second = first; second <= key + 10; second++) {
+                UsageScanner scanner = new UsageScanner();
+                scanner.scan(bytes(SSE.substring(0, first)));
+                scanner.scan(bytes(SSE.substring(first, second)));
+                scanner.scan(bytes(SSE.substring(second)));
+                assertEquals(40, scanner.promptTokens(), "cuts at " + first + ", " + second);
+                assertEquals(32, scanner.cachedTokens(), "cuts at " + first + ", " + second);
+            }
+        }
+    }
+
+    @Test
+    void aPartEndingInAKeyPrefixThatTheNextPartBreaksReportsNothing() {
+        for (String prefix : new String[] {"\"", "\"u", "\"us", "\"usa", "\"usag", "\"usage", "\"usage\"",
+                "\"usage\":"}) {
+            UsageScanner scanner = new UsageScanner();
+            scanner.scan(bytes("{\"text\":\"a\",\"x" + prefix));
+            scanner.scan(bytes("z\":{\"prompt_tokens\":3},\"usager\":{\"prompt_tokens\":4}}"));
+            assertEquals(-1, scanner.promptTokens(), "after " + prefix);
+        }
+    }
+
+    @Test
+    void aStreamWithoutUsageReportsNothing() {
+        String chunk = "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,"
+                + "\"delta\":{\"content\":\" usage: grep \\\"usage\\\"\"},\"logprobs\":null}]}\n\n";
+        UsageScanner scanner = new UsageScanner();
+        scanner.scan(bytes(chunk.repeat(50)));
+        scanner.scan(bytes("data: [DONE]\n\n"));
+        assertEquals(-1, scanner.promptTokens());
+        assertEquals(-1, scanner.cachedTokens());
+    }
+
+    @Test
+    void usageNullChunksBeforeTheFinalOneAreSkipped() {
+        String nullChunk = "data: {\"id\":\"c\",\"choices\":[{\"delta\":{\"content\":\"g\"}}],\"usage\": null}\n\n";
+        UsageScanner scanner = new UsageScanner();
+        for (int i = 0; i < 20; i++) {
+            scanner.scan(bytes(nullChunk));
+        }
+        assertEquals(-1, scanner.promptTokens());
+        scanner.scan(bytes(SSE));
+        assertEquals(40, scanner.promptTokens());
+        assertEquals(32, scanner.cachedTokens());
+    }
+
+    @Test
     void leavesThePartUntouched() {
         ByteBuf part = bytes(PLAIN);
         new UsageScanner().scan(part);
