@@ -240,21 +240,46 @@ def test_sticky_sessions_keep_the_conversation_cached(sticky_router, vllm_worker
     assert sticky_hits / sticky_queries > rr_hits / rr_queries
 
 
-def router_metric(router, name: str) -> float:
+def router_metric(router, name: str, worker=None) -> float:
+    """`name` summed over the router's label sets, or over those of `worker` only."""
     status, _, body = http("GET", f"http://127.0.0.1:{router.metrics_port}/metrics")
     assert status == 200
-    return metric(body.decode(), name)
+    lines = body.decode().splitlines()
+    if worker is not None:
+        lines = [line for line in lines if f'worker="{worker.url}"' in line]
+    return metric("\n".join(lines), name)
+
+
+APPLIED = "vllm_router_kv_events_applied_total"
+
+
+def hold_once_subscribed(router, worker, messages: List[dict]) -> None:
+    """`messages` sent straight to `worker` once the router hears its KV events. A publisher drops
+    what it sends before a subscriber's connection is up, and the router subscribes after it is
+    ready, so short prompts go to the worker first until the router has applied one of their
+    events; then `messages`, and the wait for its events."""
+    fillers = iter(range(10_000))
+
+    def heard() -> bool:
+        if router_metric(router, APPLIED, worker) > 0:
+            return True
+        filler = [{"role": "user", "content": words(f"filler-{uuid.uuid4().hex}-{next(fillers)}", 200)}]
+        post(worker.url, "/v1/chat/completions", chat_body(filler, max_tokens=1))
+        return False
+
+    assert wait_until(heard, 120, interval=1.0), "the router applied no KV event from the worker's publisher"
+    applied = router_metric(router, APPLIED, worker)
+    post(worker.url, "/v1/chat/completions", chat_body(messages))
+    assert wait_until(lambda: router_metric(router, APPLIED, worker) > applied, 30), \
+        "the router applied no KV event of the prompt"
 
 
 def place_follow_ups_on(router, workers, holder: int) -> List[int]:
     """A prompt sent straight to worker `holder`, then follow-ups sharing its prefix sent through
     `router`; the workers that served the follow-ups. `holder` is the last worker in
-    registration order, where a tie between workers would go to the first."""
+    registration order, which registry order would not choose."""
     prefix = [{"role": "system", "content": words(uuid.uuid4().hex, 600)}]
-    applied = router_metric(router, "vllm_router_kv_events_applied_total")
-    post(workers[holder].url, "/v1/chat/completions", chat_body(prefix + [{"role": "user", "content": "first"}]))
-    assert wait_until(lambda: router_metric(router, "vllm_router_kv_events_applied_total") > applied, 30), \
-        "the router applied no KV event from the workers' publishers"
+    hold_once_subscribed(router, workers[holder], prefix + [{"role": "user", "content": "first"}])
     served = []
     for i in range(4):
         follow_up = prefix + [{"role": "user", "content": f"follow-up {i}"}]
