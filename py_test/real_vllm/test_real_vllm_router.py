@@ -1,4 +1,6 @@
-"""Our router in front of two real vLLM workers (vLLM's CPU build, a tiny random-weight model).
+"""Our router in front of two real vLLM workers (vLLM's CPU build, a tiny random-weight model),
+and the same tests through the Rust router 0.1.17 (upstream's, the reference) where it has the
+feature; where it has not, its case skips and says which feature.
 
 Which worker served a request is read from vLLM itself: requests are sent one at a time and the
 worker whose finished-request counter moved served it. Cache benefit is read from vLLM's own
@@ -7,15 +9,19 @@ prefix-cache counters.
 
 import json
 import random
+import time
 import urllib.request
 import uuid
 from typing import Dict, List, Tuple
 
 import pytest
 
+import reference_router
 import setup_vllm
 from helpers import http, wait_until
 from vllm_router import Router, RouterArgs
+
+OURS, REFERENCE = "ours", f"rust-{reference_router.VERSION}"
 
 MODEL = setup_vllm.MODEL_NAME
 FINISHED = "vllm:request_success_total"
@@ -51,10 +57,31 @@ def served_by(workers, send) -> Tuple[int, object]:
     return moved[0], result
 
 
-def launch(workers, policy: str, **kwargs):
-    args = RouterArgs(port=0, prometheus_port=0, policy=policy, worker_urls=[w.url for w in workers],
-                      worker_startup_check_interval=1, **kwargs)
-    return Router.from_args(args).launch()
+def launch(workers, policy: str, router: str = OURS, **kwargs):
+    """A router of kind `router` in front of `workers`; kwargs are RouterArgs fields, given to the
+    Rust router as its launch_router flags."""
+    if router == OURS:
+        args = RouterArgs(port=0, prometheus_port=0, policy=policy, worker_urls=[w.url for w in workers],
+                          worker_startup_check_interval=1, **kwargs)
+        return Router.from_args(args).launch()
+    argv = ["--policy", policy, "--worker-urls", *[w.url for w in workers]]
+    for name, value in kwargs.items():
+        flag = "--" + name.replace("_", "-")
+        for item in value if isinstance(value, list) else [value]:
+            argv += [flag, str(item)]
+    return reference_router.ReferenceRouter(argv)
+
+
+@pytest.fixture(scope="module", params=[OURS, REFERENCE])
+def router_kind(request) -> str:
+    if request.param == REFERENCE and reference_router.not_ready_reason():
+        pytest.skip(reference_router.not_ready_reason())
+    return request.param
+
+
+def only_ours(router_kind: str, feature: str) -> None:
+    if router_kind != OURS:
+        pytest.skip(f"the Rust router {reference_router.VERSION} has no {feature}")
 
 
 def post(url: str, path: str, body: dict, headers: Dict[str, str] = None) -> dict:
@@ -74,9 +101,10 @@ def chat_body(messages: List[dict], max_tokens: int = 8) -> dict:
 
 
 @pytest.fixture(scope="module")
-def sticky_router(vllm_workers):
-    with launch(vllm_workers, "sticky_least_loaded", session_id_headers=["x-session-id"],
-                session_id_body_fields=[]) as router:
+def sticky_router(vllm_workers, router_kind):
+    """sticky_least_loaded keyed by X-Session-ID (the Rust router's default header)."""
+    extra = dict(session_id_headers=["x-session-id"], session_id_body_fields=[]) if router_kind == OURS else {}
+    with launch(vllm_workers, "sticky_least_loaded", router_kind, **extra) as router:
         yield router
 
 
@@ -160,14 +188,20 @@ def test_sessions_stick_and_finish_session_releases(sticky_router, vllm_workers)
                 sticky_router.url, "/v1/chat/completions", chat_body(messages), {"X-Session-ID": session}))
             assert owners.setdefault(session, worker) == worker, "a session's turn changed worker"
     assert sorted(owners.values()) == list(range(len(vllm_workers))), "new sessions did not spread"
-    assert sticky_router.sessions() == {w.url: 1 for w in vllm_workers}
+    assert session_stats(sticky_router)["active_by_worker"] == {w.url: 1 for w in vllm_workers}
 
-    released = sticky_router.session_stats()["released"]
+    released = session_stats(sticky_router)["released"]
     for session in sessions:
         status, _, _ = http("POST", f"{sticky_router.url}/finish_session?session_id={session}")
         assert status == 200
-    stats = sticky_router.session_stats()
+    stats = session_stats(sticky_router)
     assert (stats["active_sessions"], stats["released"] - released) == (0, len(sessions))
+
+
+def session_stats(router) -> dict:
+    status, _, body = http("GET", router.url + "/sessions")
+    assert status == 200, body
+    return json.loads(body)
 
 
 def conversation_hits(router_url: str, workers, name: str, turns: int, session_header: bool) -> Tuple[float, float, int]:
@@ -191,13 +225,13 @@ def conversation_hits(router_url: str, workers, name: str, turns: int, session_h
     return hits, queries, first_prompt_tokens
 
 
-def test_sticky_sessions_keep_the_conversation_cached(sticky_router, vllm_workers):
+def test_sticky_sessions_keep_the_conversation_cached(sticky_router, vllm_workers, router_kind):
     """A session's follow-up turns find its earlier turns in vLLM's prefix cache, where
     round_robin, alternating the two workers, finds only the turn before last."""
     turns = 4
     sticky_hits, sticky_queries, first_prompt = conversation_hits(
         sticky_router.url, vllm_workers, uuid.uuid4().hex, turns, True)
-    with launch(vllm_workers, "round_robin") as round_robin:
+    with launch(vllm_workers, "round_robin", router_kind) as round_robin:
         rr_hits, rr_queries, _ = conversation_hits(round_robin.url, vllm_workers, uuid.uuid4().hex, turns, False)
     # Every follow-up starts with the first turn's prompt, whose full blocks (those before its
     # last token) stay on the session's worker: the cache is far larger than the conversation.
@@ -206,21 +240,46 @@ def test_sticky_sessions_keep_the_conversation_cached(sticky_router, vllm_worker
     assert sticky_hits / sticky_queries > rr_hits / rr_queries
 
 
-def router_metric(router, name: str) -> float:
+def router_metric(router, name: str, worker=None) -> float:
+    """`name` summed over the router's label sets, or over those of `worker` only."""
     status, _, body = http("GET", f"http://127.0.0.1:{router.metrics_port}/metrics")
     assert status == 200
-    return metric(body.decode(), name)
+    lines = body.decode().splitlines()
+    if worker is not None:
+        lines = [line for line in lines if f'worker="{worker.url}"' in line]
+    return metric("\n".join(lines), name)
+
+
+APPLIED = "vllm_router_kv_events_applied_total"
+
+
+def hold_once_subscribed(router, worker, messages: List[dict]) -> None:
+    """`messages` sent straight to `worker` once the router hears its KV events. A publisher drops
+    what it sends before a subscriber's connection is up, and the router subscribes after it is
+    ready, so short prompts go to the worker first until the router has applied one of their
+    events; then `messages`, and the wait for its events."""
+    fillers = iter(range(10_000))
+
+    def heard() -> bool:
+        if router_metric(router, APPLIED, worker) > 0:
+            return True
+        filler = [{"role": "user", "content": words(f"filler-{uuid.uuid4().hex}-{next(fillers)}", 200)}]
+        post(worker.url, "/v1/chat/completions", chat_body(filler, max_tokens=1))
+        return False
+
+    assert wait_until(heard, 120, interval=1.0), "the router applied no KV event from the worker's publisher"
+    applied = router_metric(router, APPLIED, worker)
+    post(worker.url, "/v1/chat/completions", chat_body(messages))
+    assert wait_until(lambda: router_metric(router, APPLIED, worker) > applied, 30), \
+        "the router applied no KV event of the prompt"
 
 
 def place_follow_ups_on(router, workers, holder: int) -> List[int]:
     """A prompt sent straight to worker `holder`, then follow-ups sharing its prefix sent through
     `router`; the workers that served the follow-ups. `holder` is the last worker in
-    registration order, where a tie between workers would go to the first."""
+    registration order, which registry order would not choose."""
     prefix = [{"role": "system", "content": words(uuid.uuid4().hex, 600)}]
-    applied = router_metric(router, "vllm_router_kv_events_applied_total")
-    post(workers[holder].url, "/v1/chat/completions", chat_body(prefix + [{"role": "user", "content": "first"}]))
-    assert wait_until(lambda: router_metric(router, "vllm_router_kv_events_applied_total") > applied, 30), \
-        "the router applied no KV event from the workers' publishers"
+    hold_once_subscribed(router, workers[holder], prefix + [{"role": "user", "content": "first"}])
     served = []
     for i in range(4):
         follow_up = prefix + [{"role": "user", "content": f"follow-up {i}"}]
@@ -238,16 +297,50 @@ def kv_event_source(worker) -> str:
     return f"{worker.url}={endpoint.replace('*', '127.0.0.1', 1)}"
 
 
-def test_kv_aware_places_on_the_holder_with_named_publishers(vllm_workers):
+def test_kv_aware_places_on_the_holder_with_named_publishers(vllm_workers, router_kind):
     holder = len(vllm_workers) - 1
-    with launch(vllm_workers, "kv_aware", kv_event_source=[kv_event_source(w) for w in vllm_workers],
+    with launch(vllm_workers, "kv_aware", router_kind, kv_event_source=[kv_event_source(w) for w in vllm_workers],
                 kv_event_block_size=setup_vllm.KV_BLOCK_TOKENS, kv_event_model=MODEL) as router:
         assert place_follow_ups_on(router, vllm_workers, holder) == [holder] * 4
 
 
-def test_kv_aware_subscribes_itself_and_places_on_the_holder(vllm_workers):
+def test_kv_aware_subscribes_itself_and_places_on_the_holder(vllm_workers, router_kind):
     """kv_aware finds each worker's publisher through /kv_event_sources (its `tcp://*` endpoint
     mapped to the worker's host), with no publisher named."""
     holder = len(vllm_workers) - 1
-    with launch(vllm_workers, "kv_aware") as router:
+    with launch(vllm_workers, "kv_aware", router_kind) as router:
         assert place_follow_ups_on(router, vllm_workers, holder) == [holder] * 4
+
+
+# The series of a worker's /metrics that sticky_balanced's load reader takes (VllmLoadMetrics).
+LOAD_SERIES = ("vllm:num_requests_waiting", RUNNING, "vllm:kv_cache_usage_perc")
+LOAD_SCRAPE_ROUNDS_SECS = 3.5
+
+
+def has_series(text: str, name: str) -> bool:
+    return any(line.startswith(name) and line[len(name):len(name) + 1] in ("{", " ") for line in text.splitlines())
+
+
+def test_sticky_balanced_reads_the_workers_own_load_from_real_metrics(vllm_workers, router_kind, capfd):
+    """The live load of sticky_balanced: real vLLM publishes the queue, the batch and the KV-cache
+    use under the names the router reads, a stream in flight shows in them, and the router's
+    reader takes them (it logs a worker whose /metrics gives no load)."""
+    only_ours(router_kind, "sticky_balanced (placement by the workers' own /metrics)")
+    with launch(vllm_workers, "sticky_balanced", session_id_headers=["x-session-id"],
+                session_id_body_fields=[]) as router:
+        body = chat_body([{"role": "user", "content": "while True:"}], max_tokens=3000)
+        body["stream"] = True
+        request = urllib.request.Request(router.url + "/v1/chat/completions", data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json", "X-Session-ID": "live"},
+                                         method="POST")
+        with urllib.request.urlopen(request, timeout=120) as response:
+            for _ in range(5):
+                assert response.readline()
+            texts = [w.metrics() for w in vllm_workers]
+            assert all(has_series(t, name) for t in texts for name in LOAD_SERIES)
+            assert sum(metric(t, RUNNING) for t in texts) == 1
+            assert sum(metric(t, "vllm:num_requests_waiting") for t in texts) == 0
+            assert max(metric(t, "vllm:kv_cache_usage_perc") for t in texts) > 0
+            # A few of the reader's rounds (one a second) while the stream runs.
+            time.sleep(LOAD_SCRAPE_ROUNDS_SECS)
+    assert "no load from /metrics" not in capfd.readouterr().err

@@ -101,6 +101,17 @@ public final class KvSubscribers implements AutoCloseable {
         });
     }
 
+    /** The KV blocks {@code worker}'s sources (every rank) hold now, whatever prompts they belong to. */
+    public int heldBlocks(String worker) {
+        int held = 0;
+        for (Map.Entry<SourceId, Running> e : running.entrySet()) {
+            if (e.getKey().worker().equals(worker)) {
+                held += e.getValue().subscriber().claims().blocks();
+            }
+        }
+        return held;
+    }
+
     /** The sources with a running subscriber. */
     public List<SourceId> sources() {
         return List.copyOf(running.keySet());

@@ -36,6 +36,8 @@ public final class SourceClaims implements AutoCloseable {
     private final BlockKeys keys = new BlockKeys();
     /** Engine hash to node, least recently used first: the order the budget evicts in. */
     private final LinkedHashMap<Long, Node> anchors = new LinkedHashMap<>(1024, 0.75f, true);
+    /** The anchors' count after the last change, for readers on other threads (routing). */
+    private volatile int heldBlocks;
     private long incarnation;
     private boolean closed;
 
@@ -63,9 +65,9 @@ public final class SourceClaims implements AutoCloseable {
         return incarnation;
     }
 
-    /** Blocks this source holds in at least one tier. */
+    /** Blocks this source holds in at least one tier; any thread may ask. */
     public int blocks() {
-        return anchors.size();
+        return heldBlocks;
     }
 
     /**
@@ -107,6 +109,7 @@ public final class SourceClaims implements AutoCloseable {
             }
             return StoreOutcome.STORED;
         } finally {
+            heldBlocks = anchors.size();
             tree.writeLock.unlock();
         }
     }
@@ -128,6 +131,7 @@ public final class SourceClaims implements AutoCloseable {
                 }
             }
         } finally {
+            heldBlocks = anchors.size();
             tree.writeLock.unlock();
         }
     }
@@ -175,6 +179,7 @@ public final class SourceClaims implements AutoCloseable {
             tree.prune(node);
         }
         anchors.clear();
+        heldBlocks = 0;
     }
 
     private void ensureOpen() {

@@ -13,8 +13,10 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.logging.Handler;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
@@ -326,13 +328,20 @@ class KvAwareTest {
     }
 
     @Test
-    void withNoHolderIdleWorkersAreChosenInRegistryOrder() throws Exception {
+    void withNoHolderIdleWorkersAreChosenByTheFewestBlocksTheyHoldSoNewPromptsSpread() throws Exception {
         start(MockConfig.builder().count(3));
-        for (int i = 0; i < 4; i++) {
+        Set<String> served = new HashSet<>();
+        for (int i = 0; i < 3; i++) {
             HttpResponse<String> r = viaRouter(completion("fresh-" + i));
             assertEquals(200, r.statusCode(), r.body());
-            assertEquals(mock.worker(0).id(), r.headers().firstValue("X-Worker-Id").orElseThrow());
+            String id = r.headers().firstValue("X-Worker-Id").orElseThrow();
+            served.add(id);
+            String url = mock.workers().stream().filter(w -> w.id().equals(id)).findFirst().orElseThrow().url();
+            String stored = "worker=\"" + url + "\"";
+            assertTrue(ResilienceTest.eventually(
+                    () -> metric("vllm_router_kv_events_applied_total", stored, "type=\"stored\"") > 0));
         }
+        assertEquals(3, served.size(), "each new prompt went to a worker holding nothing yet: " + served);
     }
 
     @Test
@@ -362,7 +371,8 @@ class KvAwareTest {
             for (int i = 0; i < 2; i++) {
                 HttpResponse<String> r = viaRouter(body);
                 assertEquals(200, r.statusCode(), r.body());
-                assertEquals(mock.worker(0).id(), r.headers().firstValue("X-Worker-Id").orElseThrow());
+                assertEquals(mock.worker(i).id(), r.headers().firstValue("X-Worker-Id").orElseThrow(),
+                        "no credit and no blocks known anywhere: idle workers take the prompt in turn");
             }
             assertEquals(2.0, metric("vllm_router_kv_placement_lookups_total", "result=\"miss\""));
         }

@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 import org.vllmrouter.core.config.PolicyNames;
 import org.vllmrouter.core.worker.Worker;
@@ -22,9 +23,11 @@ import org.vllmrouter.core.worker.Worker;
  * requests to it times the running mean of the tokens recent requests had to compute on the worker chosen for them
  * (a request ahead in the queue costs about one prefill of what is not cached; counting whole prompts instead would
  * let one queued request outweigh a long cached conversation). Temperature 0 picks the cheapest, the first in registry
- * order on a tie, so idle workers with no hit are chosen the same way every time; above 0 the choice is sampled from a
- * softmax over -cost / (T x that mean), which keeps T's meaning independent of prompt length. Without tokens (the
- * render call failed, or a route that has none) every credit is 0 and the choice is on load alone.
+ * order on a tie, except for a prompt no candidate holds any of: there the cheapest tie (the same load) goes to the
+ * one whose cache holds the fewest blocks, then in turn, so new sessions arriving one at a time spread over idle
+ * workers instead of all filling the first one's cache. Above 0 the choice is sampled from a softmax over
+ * -cost / (T x that mean), which keeps T's meaning independent of prompt length. Without tokens (the render call
+ * failed, or a route that has none) every credit is 0 and the choice is on load alone, ties in registry order.
  *
  * <p>Session affinity ({@code --kv-aware-session-affinity-ttl-secs}), as 0.1.17 has it: a request that names a
  * session (the first of the headers {@code x-session-id}, {@code session-id}, {@code thread-id},
@@ -53,6 +56,8 @@ public final class KvAwarePolicy implements LoadBalancingPolicy {
     private static final double MEAN_WEIGHT = 0.05;
 
     private final Settings settings;
+    /** Turns through the workers tied for a prompt nobody holds, so equal caches share new sessions. */
+    private final AtomicInteger newPromptTurn = new AtomicInteger();
     /** NaN until a request with tokens has been placed. */
     private volatile double meanComputedTokens = Double.NaN;
     /** Per worker URL, the prompt tokens of the requests placed there and the part of them it held. */
@@ -99,13 +104,16 @@ public final class KvAwarePolicy implements LoadBalancingPolicy {
         double mean = Math.max(1.0, Double.isNaN(seen) ? input : seen);
         double[] cost = new double[n];
         int[] computed = new int[n];
+        boolean heldAnywhere = false;
         for (int i = 0; i < n; i++) {
             Worker w = candidates.get(i);
             computed[i] = input - prefix.creditedTokens(w);
             cost[i] = computed[i] + w.load() * mean;
+            heldAnywhere |= computed[i] < input;
         }
         int chosen = bound != null ? candidates.indexOf(bound)
-                : settings.temperature() > 0 ? sample(cost, settings.temperature() * mean) : cheapest(cost);
+                : settings.temperature() > 0 ? sample(cost, settings.temperature() * mean)
+                : input > 0 && !heldAnywhere ? emptiestOfCheapest(candidates, cost, prefix) : cheapest(cost);
         Worker worker = candidates.get(chosen);
         if (input > 0) {
             meanComputedTokens = Double.isNaN(seen) ? computed[chosen] : seen + MEAN_WEIGHT * (computed[chosen] - seen);
@@ -187,6 +195,31 @@ public final class KvAwarePolicy implements LoadBalancingPolicy {
             }
         }
         return best;
+    }
+
+    /**
+     * Among the cheapest (for a prompt nobody holds: the least loaded), the one holding the fewest KV blocks; among
+     * those, the next in turn.
+     */
+    private int emptiestOfCheapest(List<Worker> candidates, double[] cost, PrefixResidency prefix) {
+        double min = cost[cheapest(cost)];
+        int fewest = Integer.MAX_VALUE;
+        int[] tied = new int[cost.length];
+        int count = 0;
+        for (int i = 0; i < cost.length; i++) {
+            if (cost[i] != min) {
+                continue;
+            }
+            int held = prefix.heldBlocks(candidates.get(i));
+            if (held < fewest) {
+                fewest = held;
+                count = 0;
+            }
+            if (held == fewest) {
+                tied[count++] = i;
+            }
+        }
+        return count == 1 ? tied[0] : tied[Math.floorMod(newPromptTurn.getAndIncrement(), count)];
     }
 
     private static int sample(double[] cost, double scale) {

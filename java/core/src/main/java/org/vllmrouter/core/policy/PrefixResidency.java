@@ -29,6 +29,14 @@ public interface PrefixResidency {
      */
     int creditedTokens(Worker worker);
 
+    /**
+     * The KV blocks {@code worker} holds in all, of any prompt, as its events report them; 0 when unknown. It tells
+     * apart workers that hold nothing of this prompt: the emptier cache has more room for a new one.
+     */
+    default int heldBlocks(Worker worker) {
+        return 0;
+    }
+
     /** The policy chose {@code worker}; {@code outcome} says on what ground (prefix_cost, sticky_hit, missing_tokens). */
     default void decided(Worker worker, String outcome) {
     }

@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Random;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 import org.vllmrouter.core.session.Extraction;
@@ -23,6 +24,7 @@ class KvAwarePolicyTest {
     private static final class Known implements PrefixResidency {
         final int input;
         final Map<String, Integer> credit = new HashMap<>();
+        final Map<String, Integer> held = new HashMap<>();
         final List<String> outcomes = new ArrayList<>();
 
         Known(int input) {
@@ -40,6 +42,11 @@ class KvAwarePolicyTest {
         }
 
         @Override
+        public int heldBlocks(Worker worker) {
+            return held.getOrDefault(worker.url(), 0);
+        }
+
+        @Override
         public void decided(Worker worker, String outcome) {
             outcomes.add(outcome);
         }
@@ -50,15 +57,91 @@ class KvAwarePolicyTest {
     }
 
     @Test
-    void theHolderOfTheLongestPrefixWinsAndIdleTiesGoToRegistryOrder() {
+    void theHolderOfTheLongestPrefixWins() {
         KvAwarePolicy policy = new KvAwarePolicy(DEFAULTS);
-        Known none = new Known(100);
-        assertEquals("http://a:1", select(policy, none).url());
         Known held = new Known(100);
         held.credit.put("http://c:1", 96);
         held.credit.put("http://b:1", 32);
-        assertEquals("http://c:1", select(policy, held).url());
+        held.held.put("http://c:1", 500);
+        assertEquals("http://c:1", select(policy, held).url(), "however full its cache");
         assertEquals(List.of("prefix_cost"), held.outcomes);
+    }
+
+    @Test
+    void aPromptNobodyHoldsGoesToTheIdleWorkerWhoseCacheHoldsTheFewestBlocks() {
+        KvAwarePolicy policy = new KvAwarePolicy(DEFAULTS);
+        Known none = new Known(100);
+        none.held.put("http://a:1", 50);
+        none.held.put("http://b:1", 30);
+        none.held.put("http://c:1", 10);
+        assertEquals("http://c:1", select(policy, none).url());
+        workers.get(2).incrementLoad();
+        assertEquals("http://b:1", select(policy, none).url(), "the emptier cache only among the least loaded");
+    }
+
+    @Test
+    void newSessionsPlacedOneAtATimeOnEmptyWorkersSpreadOverThem() {
+        for (boolean eventsArrive : new boolean[] {true, false}) {
+            KvAwarePolicy policy = new KvAwarePolicy(DEFAULTS);
+            Map<String, Integer> holds = new HashMap<>();
+            Map<String, Integer> sessions = new HashMap<>();
+            for (int session = 0; session < 9; session++) {
+                Known fresh = new Known(300);
+                fresh.held.putAll(holds);
+                Worker chosen = select(policy, fresh);
+                sessions.merge(chosen.url(), 1, Integer::sum);
+                if (eventsArrive) {
+                    holds.merge(chosen.url(), 3, Integer::sum);
+                }
+            }
+            assertEquals(Map.of("http://a:1", 3, "http://b:1", 3, "http://c:1", 3), sessions,
+                    eventsArrive ? "by the blocks each holds" : "in turn while the caches look alike");
+        }
+    }
+
+    /**
+     * Every case but a prompt nobody holds is chosen as before: the cheapest of input - credit + load x mean, the first
+     * in registry order on a tie, whatever the caches hold in all.
+     */
+    @Test
+    void whereAnyWorkerHoldsPartOfThePromptTheChoiceIsTheCheapestFirstInRegistryOrder() {
+        Random random = new Random(54);
+        for (int trial = 0; trial < 2000; trial++) {
+            // A fresh policy weighs a queued request at the prompt's length (no running mean yet).
+            KvAwarePolicy policy = new KvAwarePolicy(DEFAULTS);
+            workers.forEach(w -> {
+                while (w.load() > 0) {
+                    w.decrementLoad();
+                }
+            });
+            Known prefix = new Known(16 * (1 + random.nextInt(40)));
+            int[] loads = new int[workers.size()];
+            for (int i = 0; i < workers.size(); i++) {
+                Worker w = workers.get(i);
+                loads[i] = random.nextInt(3);
+                for (int l = 0; l < loads[i]; l++) {
+                    w.incrementLoad();
+                }
+                prefix.held.put(w.url(), random.nextInt(200));
+                if (random.nextBoolean()) {
+                    prefix.credit.put(w.url(), 16 * random.nextInt(prefix.input / 16));
+                }
+            }
+            if (prefix.credit.values().stream().allMatch(c -> c == 0)) {
+                prefix.credit.put(workers.get(random.nextInt(workers.size())).url(), 16);
+            }
+            double mean = prefix.input;
+            int expected = 0;
+            double best = Double.MAX_VALUE;
+            for (int i = 0; i < workers.size(); i++) {
+                double cost = prefix.input - prefix.creditedTokens(workers.get(i)) + loads[i] * mean;
+                if (cost < best) {
+                    best = cost;
+                    expected = i;
+                }
+            }
+            assertEquals(workers.get(expected).url(), select(policy, prefix).url(), "trial " + trial);
+        }
     }
 
     @Test

@@ -112,7 +112,7 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
                 .orElse(null);
         if (renderPath == null || renderer == null) {
             routingInputs.labelValues("http", renderPath == null ? "unsupported_route" : "no_sources").inc();
-            return CompletableFuture.completedFuture(new Residency(stage, 0, Map.of()));
+            return CompletableFuture.completedFuture(new Residency(stage, 0, Map.of(), Map.of()));
         }
         HttpHeaders headers = new DefaultHttpHeaders();
         String auth = request.headers().get(HttpHeaderNames.AUTHORIZATION);
@@ -132,7 +132,7 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
                     int[] tokens = error == null ? renderedTokens(reply) : null;
                     if (tokens == null || tokens.length == 0) {
                         routingInputs.labelValues("http", "render_failed").inc();
-                        return new Residency(stage, 0, Map.of());
+                        return new Residency(stage, 0, Map.of(), Map.of());
                     }
                     routingInputs.labelValues("http", "tokens").inc();
                     return lookup(stage, tokens, candidates);
@@ -176,6 +176,7 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
             }
         }
         Map<String, Integer> credited = new HashMap<>();
+        Map<String, Integer> held = new HashMap<>();
         byIdentity.forEach((identity, bases) -> {
             int block = identity.blockSize();
             PrefixMatch match = sources.index().match(identity, BlockKeys.of(tokens, block, null), bases);
@@ -186,11 +187,12 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
                         + credits.creditExternal() * tierOnly(match, i, Tier.EXTERNAL)
                         + credits.creditDisk() * tierOnly(match, i, Tier.DISK);
                 credited.put(bases.get(i), (int) Math.min(cap, Math.floor(blocks * block)));
+                held.put(bases.get(i), sources.heldBlocks(bases.get(i)));
             }
         });
         boolean hit = credited.values().stream().anyMatch(c -> c > 0);
         placementLookups.labelValues(hit ? "hit" : "miss").inc();
-        return new Residency(stage, tokens.length, credited);
+        return new Residency(stage, tokens.length, credited, held);
     }
 
     /** Leading blocks whose fastest copy is in {@code tier}: the prefix grows by them once that tier counts. */
@@ -202,11 +204,13 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
         private final String stage;
         private final int inputTokens;
         private final Map<String, Integer> credited;
+        private final Map<String, Integer> held;
 
-        Residency(String stage, int inputTokens, Map<String, Integer> credited) {
+        Residency(String stage, int inputTokens, Map<String, Integer> credited, Map<String, Integer> held) {
             this.stage = stage;
             this.inputTokens = inputTokens;
             this.credited = credited;
+            this.held = held;
         }
 
         @Override
@@ -217,6 +221,11 @@ public final class KvPlacement implements WorkerRegistry.Listener, AutoCloseable
         @Override
         public int creditedTokens(Worker worker) {
             return credited.getOrDefault(worker.baseUrl(), 0);
+        }
+
+        @Override
+        public int heldBlocks(Worker worker) {
+            return held.getOrDefault(worker.baseUrl(), 0);
         }
 
         @Override

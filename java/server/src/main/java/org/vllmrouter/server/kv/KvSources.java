@@ -91,6 +91,11 @@ public final class KvSources implements WorkerRegistry.Listener, AutoCloseable {
         return index;
     }
 
+    /** The KV blocks the worker at {@code baseUrl} holds now, as its events told (0 before any). */
+    int heldBlocks(String baseUrl) {
+        return subscribers.heldBlocks(baseUrl);
+    }
+
     /** The cache identity of the worker at {@code baseUrl}; null until its sources are subscribed. */
     CacheIdentity identity(String baseUrl) {
         return identities.get(baseUrl);
