@@ -282,6 +282,11 @@ public final class RolloutSimulation {
                 }
                 return credited[workerIndex.get(worker)];
             }
+
+            @Override
+            public int heldBlocks(Worker worker) {
+                return engines[workerIndex.get(worker)].registeredBlocks();
+            }
         };
     }
 

@@ -368,6 +368,11 @@ public final class EngineModel {
         return heldBlocks;
     }
 
+    /** Blocks in the prefix cache, held or evictable: what the engine's KV events have reported stored and not removed. */
+    public int registeredBlocks() {
+        return cached.size();
+    }
+
     public int capacityBlocks() {
         return capacityBlocks;
     }
