@@ -13,6 +13,7 @@ REPO = Path(__file__).resolve().parents[1]
 LAUNCHER = REPO / "java" / "host" / "target" / "vllm-router-dist" / "bin" / "vllm-router"
 TRAINING_LOOP = REPO / "examples" / "training_loop.py"
 STDLIB_POSIX = Path(__file__).resolve().parent / "programs" / "stdlib_posix.py"
+SESSION_ANSWERS = Path(__file__).resolve().parent / "programs" / "session_answers.py"
 RUN_TIMEOUT_SECS = 600
 
 
@@ -63,3 +64,21 @@ def test_sockets_processes_signals_and_proc_behave_as_under_cpython(launcher, en
         "proc_self": {"stat_pid": True, "status_pid": True, "ppid": True},
     }
     assert json.loads(hosted.stdout) == json.loads(cpython.stdout)
+
+
+def test_session_answers_have_the_process_bridges_keys_types_and_order(launcher, mock_workers):
+    """In-process, the answers are made in Java; through the process bridge, decoded from JSON."""
+    command = [str(SESSION_ANSWERS), *mock_workers]
+    cpython = run([sys.executable, *command])
+    hosted = run([str(launcher), "python", *command])
+    assert cpython.returncode == 0, cpython.stderr
+    assert hosted.returncode == 0, hosted.stderr
+    report = json.loads(cpython.stdout)
+    stats = dict((key, item) for _, key, item in report["session_stats"]["dict"])
+    assert stats["active_sessions"] == ["int", 1]
+    assert stats["released"] == ["int", 1]
+    assert stats["degraded"] == ["bool", False]
+    assert stats["session_store"] == ["str", "memory"]
+    assert report["sessions"] == stats["active_by_worker"]
+    assert sorted(key for _, key, _ in report["sessions"]["dict"]) == sorted(mock_workers)
+    assert json.loads(hosted.stdout) == report

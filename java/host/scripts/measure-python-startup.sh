@@ -48,15 +48,16 @@ with Router.from_args(args).launch() as router:
         assert response.status == 200
 PY
 
-# Seconds a command takes from spawn to exit; a failure stops the script with its stderr.
+# Seconds a command takes from spawn to exit, and after a slash the CPU seconds (user + system) it
+# used, which a busy machine inflates far less; a failure stops the script with its stderr.
 secs() {
     local start end
     start=$(date +%s%N)
-    if ! "$@" >"$work/run.out" 2>"$work/run.err"; then
+    if ! /usr/bin/time -o "$work/cpu" -f "%U %S" "$@" >"$work/run.out" 2>"$work/run.err"; then
         echo "failed: $*" >&2; tail -20 "$work/run.err" >&2; exit 1
     fi
     end=$(date +%s%N)
-    echo "scale=2; ($end - $start) / 1000000000" | bc
+    echo "$(echo "scale=2; ($end - $start) / 1000000000" | bc)/$(awk '{print $1 + $2}' "$work/cpu")"
 }
 
 : >"$work/times"
@@ -65,12 +66,14 @@ for round in cold $(seq 1 "$runs"); do
     imports=$(secs "$launcher" python -c 'from vllm_router import Router, RouterArgs')
     first=$(secs "$launcher" python "$work/first_request.py" "${urls[@]}")
     cpython=$(secs env PYTHONPATH="$repo/python" python3 "$work/first_request.py" "${urls[@]}")
-    echo "$round: -c pass ${pass}s, imports ${imports}s, first routed request ${first}s;" \
-        "CPython ${cpython}s (load $(cut -d' ' -f1 /proc/loadavg))"
+    echo "$round (wall/CPU s): -c pass ${pass}, imports ${imports}, first routed request ${first};" \
+        "CPython ${cpython} (load $(cut -d' ' -f1 /proc/loadavg))"
     [ "$round" = cold ] || echo "$pass $imports $first $cpython" >>"$work/times"
 done
 median() { sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
-echo "warm medians: -c pass $(cut -d' ' -f1 "$work/times" | median)s," \
-    "imports $(cut -d' ' -f2 "$work/times" | median)s," \
-    "first routed request $(cut -d' ' -f3 "$work/times" | median)s," \
-    "CPython $(cut -d' ' -f4 "$work/times" | median)s"
+# column N [1|2]: the warm rounds' median of column N, wall seconds (1) or CPU seconds (2)
+column() { cut -d' ' -f"$1" "$work/times" | cut -d/ -f"$2" | median; }
+echo "warm medians (wall/CPU s): -c pass $(column 1 1)/$(column 1 2)," \
+    "imports $(column 2 1)/$(column 2 2)," \
+    "first routed request $(column 3 1)/$(column 3 2)," \
+    "CPython $(column 4 1)/$(column 4 2)"

@@ -25,6 +25,7 @@ _ROUTER_CONFIG = "org.vllmrouter.core.config.RouterConfig"
 _CONFIG_EXCEPTION = "org.vllmrouter.core.config.ConfigException"
 _START_EXCEPTION = "org.vllmrouter.server.RouterStartException"
 _HOST_JVM = "org.vllmrouter.host.HostJvm"
+_PYTHON_DICTS = "org.vllmrouter.host.PythonDicts"
 
 
 def java_executable() -> str:
@@ -58,7 +59,7 @@ def start_engine(config_json: str, startup_timeout: Optional[float] = None) -> "
     except java.type(_START_EXCEPTION) as e:
         raise EngineStartupError(str(e.getMessage())) from None
     try:
-        return InProcessEngine(engines, server, json.loads(config_json).get("admin_api_key"))
+        return InProcessEngine(engines, server, java.type(_PYTHON_DICTS), json.loads(config_json).get("admin_api_key"))
     except BaseException:
         # A stop signal that arrived while the engine started (Router.start raises out of its
         # handler): the engine was never handed out, so it stops here, as the process bridge
@@ -70,9 +71,10 @@ def start_engine(config_json: str, startup_timeout: Optional[float] = None) -> "
 class InProcessEngine:
     """A `RouterServer` running in this JVM."""
 
-    def __init__(self, engines, server, admin_api_key: Optional[str]):
+    def __init__(self, engines, server, python_dicts, admin_api_key: Optional[str]):
         self._engines = engines
         self._server = server
+        self._python_dicts = python_dicts
         # Control calls (pause, weight sync) go through the router's own HTTP API, which fans them out.
         self.admin_api_key = admin_api_key
         self.port: int = int(server.port())
@@ -87,8 +89,9 @@ class InProcessEngine:
         self._server.finishSession(str(session_id))
 
     def session_stats(self) -> dict:
-        """The router's `GET /sessions` answer, from the Java method that writes it."""
-        return json.loads(str(self._server.sessionsJson()))
+        """The router's `GET /sessions` answer, from the map its JSON is written from, made a dict
+        in Java: the process bridge's `json.loads` result, without the text."""
+        return self._python_dicts.of(self._server.sessionsAnswer(), dict)
 
     def is_running(self) -> bool:
         return not self._stopped.is_set()

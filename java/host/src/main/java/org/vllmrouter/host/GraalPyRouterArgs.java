@@ -17,9 +17,9 @@ import org.graalvm.python.embedding.VirtualFileSystem;
  * on an argv, exactly as {@code python -m vllm_router.launch_router} would, and hands back the
  * RouterConfig JSON.
  *
- * <p>Only {@code launch}, {@code print-config} and {@code python} reach this class: it and
- * {@link PythonProgram} are the places that name GraalPy types, so the {@code serve} path and the
- * engine jar never load them.
+ * <p>Only {@code launch}, {@code print-config} and {@code python} reach this class: it,
+ * {@link PythonProgram} and {@link PythonDicts} are the places that name GraalPy types, so the
+ * {@code serve} path and the engine jar never load them.
  */
 public final class GraalPyRouterArgs implements AutoCloseable {
 

@@ -21,6 +21,7 @@ import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
@@ -462,9 +463,9 @@ public final class RouterServer implements AutoCloseable {
         return policies.sessionStats();
     }
 
-    /** The {@code GET /sessions} answer as JSON text, for callers in this JVM. */
-    public String sessionsJson() {
-        return SessionRoutes.sessionsJson(policies, workers);
+    /** The {@code GET /sessions} answer, for callers in this JVM: the map its JSON is written from. */
+    public Map<String, Object> sessionsAnswer() {
+        return SessionRoutes.sessionsAnswer(policies, workers);
     }
 
     WorkerRegistry workers() {

@@ -1,5 +1,8 @@
 package org.vllmrouter.server.route;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.ObjectWriter;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpResponseStatus;
@@ -24,6 +27,8 @@ import org.vllmrouter.server.trace.RequestSpan;
  * {@code GET /sessions?session_id=<id>}, one tracked session's trajectory.
  */
 public final class SessionRoutes {
+    private static final ObjectWriter ANSWER_WRITER = new ObjectMapper().writer();
+
     private final WorkerRegistry workers;
     private final PolicyRegistry policies;
 
@@ -149,30 +154,34 @@ public final class SessionRoutes {
     /**
      * The {@code GET /sessions} answer: the sticky-session counters summed over every policy instance, with every
      * registered worker in {@code active_by_worker} (0 when it holds no session). The in-process Python bridge
-     * returns this same text, so both stay alike.
+     * hands this same map to Python as a dict, so both stay alike.
      */
-    public static String sessionsJson(PolicyRegistry policies, WorkerRegistry workers) {
+    public static Map<String, Object> sessionsAnswer(PolicyRegistry policies, WorkerRegistry workers) {
         SessionStats stats = policies.sessionStats();
         Map<String, Integer> byWorker = new TreeMap<>();
         for (Worker w : workers.all()) {
             byWorker.put(w.shownUrl(), 0);
         }
         stats.activeByWorker().forEach((url, n) -> byWorker.put(UrlRedaction.redact(url), n));
-        return Json.object(g -> {
-            g.writeNumberField("active_sessions", stats.activeSessions());
-            g.writeObjectFieldStart("active_by_worker");
-            for (Map.Entry<String, Integer> e : byWorker.entrySet()) {
-                g.writeNumberField(e.getKey(), e.getValue());
-            }
-            g.writeEndObject();
-            g.writeNumberField("started", stats.started());
-            g.writeNumberField("released", stats.released());
-            g.writeNumberField("expired", stats.expired());
-            g.writeNumberField("evicted", stats.evicted());
-            g.writeNumberField("rebound", stats.rebound());
-            g.writeStringField("session_store", policies.sessionStore().description());
-            g.writeBooleanField("degraded", policies.sessionStore().degraded());
-        });
+        Map<String, Object> answer = new LinkedHashMap<>();
+        answer.put("active_sessions", stats.activeSessions());
+        answer.put("active_by_worker", byWorker);
+        answer.put("started", stats.started());
+        answer.put("released", stats.released());
+        answer.put("expired", stats.expired());
+        answer.put("evicted", stats.evicted());
+        answer.put("rebound", stats.rebound());
+        answer.put("session_store", policies.sessionStore().description());
+        answer.put("degraded", policies.sessionStore().degraded());
+        return answer;
+    }
+
+    static String sessionsJson(PolicyRegistry policies, WorkerRegistry workers) {
+        try {
+            return ANSWER_WRITER.writeValueAsString(sessionsAnswer(policies, workers));
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException("a map of numbers, strings and booleans is always writable", e);
+        }
     }
 
     private static FullHttpResponse badRequest(Reply reply, String message) {
