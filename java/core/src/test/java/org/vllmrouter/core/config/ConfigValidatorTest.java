@@ -231,6 +231,15 @@ class ConfigValidatorTest {
     }
 
     @Test
+    void staticKvEventSourcesServeStickyBalancedOnlyWhenItGroupsByKv() throws Exception {
+        String sources = "{\"worker_urls\": [\"http://a:1\"], \"policy\": \"sticky_balanced\", \"kv_event_model\": \"m\", "
+                + "\"kv_event_source\": [\"http://a:1=tcp://a:5557\"]";
+        RouterConfig.fromJson(sources + ", \"sticky_balanced_group_by_kv\": true}").validate();
+        ConfigException e = assertThrows(ConfigException.class, () -> RouterConfig.fromJson(sources + "}").validate());
+        assertEquals("--kv-event-source requires the kv_aware policy", e.getMessage());
+    }
+
+    @Test
     void stickyBalancedParametersAreCheckedOnlyWhenStickyBalancedIsUsed() throws Exception {
         RouterConfig.fromJson("{\"worker_urls\": [\"http://a:1\"], \"sticky_balanced_group_margin\": -1, "
                 + "\"sticky_balanced_move_margin\": -1, \"sticky_balanced_move_kv_usage\": 2, "
