@@ -190,6 +190,8 @@ class RouterArgs:
     sticky_balanced_group_separator: str = "_"
     sticky_balanced_move_margin: float = 8.0
     sticky_balanced_move_kv_usage: float = 0.5
+    sticky_balanced_tool_hold_secs: float = 0.0
+    sticky_balanced_group_by_kv: bool = False
     kv_event_source: list[str] = field(default_factory=list)
     kv_event_replay_source: list[str] = field(default_factory=list)
     kv_event_block_size: int = 16
@@ -434,6 +436,15 @@ class RouterArgs:
                             default=RouterArgs.sticky_balanced_move_kv_usage,
                             help="sticky_balanced: moves leave only a worker whose last /metrics sample shows "
                                  "queued requests or a KV cache usage at least this high, 0.0-1.0")
+        parser.add_argument(f"--{p}sticky-balanced-tool-hold-secs", type=float,
+                            default=RouterArgs.sticky_balanced_tool_hold_secs,
+                            help="sticky_balanced: after a session's turn ends, its prompt stays counted on its "
+                                 "worker for this long (a tool call's wait), unless its next turn or "
+                                 "finish_session comes first, 0.0-3600.0 (0: no hold)")
+        parser.add_argument(f"--{p}sticky-balanced-group-by-kv", action="store_true",
+                            help="sticky_balanced: a new session's group home is the worker whose KV cache holds "
+                                 "the most of its prompt, from the KV-event index (opened as for kv_aware); the "
+                                 "session-id rule decides when no worker holds any of it")
         parser.add_argument(f"--{p}kv-event-source",
                             action="append", default=[], metavar="WORKER_URL=ENDPOINT[,ENDPOINT...]",
                             help="kv_aware: a worker's KV event endpoints (one per DP rank)")

@@ -3,6 +3,7 @@
     python -m vllm_router.bench simulate [--policies P,...] [--workers N] [--groups N] [--samples N]
                                          [--pressure low,moderate,high] [--seed N] [--abandon SHARE]
                                          [--trace FILE] [--write-trace FILE] [--json] [--plot PNG]
+                                         [--sticky-balanced-tool-hold-secs S] [--sticky-balanced-group-by-kv]
     python -m vllm_router.bench rollout  [--policies P,...] [--workers N] [--groups N] [--samples N]
                                          [--pressure LEVEL,...] [--seed N] [--abandon SHARE]
                                          [--trace FILE] [--time-scale S]

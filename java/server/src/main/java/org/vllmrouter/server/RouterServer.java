@@ -231,15 +231,16 @@ public final class RouterServer implements AutoCloseable {
             WorkerFactory factory = new WorkerFactory(settings.worker(), metrics);
             List<Worker> initial = initialWorkers(settings.workers(), factory);
             EventLoop control = group.next();
-            KvAwarePolicy kvAware = kvAwarePolicy(policies);
             KvSources kvSources = null;
             KvPlacement kv = null;
-            if (kvAware != null) {
+            if (policies.all().stream().anyMatch(LoadBalancingPolicy::usesPrefixResidency)) {
+                KvAwarePolicy kvAware = kvAwarePolicy(policies);
                 KvEventSettings kvEvents = settings.kvEvents();
                 kvSources = new KvSources(workers, client, control, kvEvents.sources(), kvIdentity(kvEvents),
                         metrics.registry(), KvSubscribers.Settings.DEFAULTS);
                 parts.add(kvSources::close);
-                kv = new KvPlacement(kvSources, workers, workerTls, connections, kvAware.settings(), metrics.registry());
+                kv = new KvPlacement(kvSources, workers, workerTls, connections,
+                        kvAware != null ? kvAware.settings() : settings.policies().kvAware(), metrics.registry());
                 parts.add(kv::close);
             }
             awaitStartupHealth(settings.health(), client, control, initial);
@@ -314,8 +315,9 @@ public final class RouterServer implements AutoCloseable {
     }
 
     /**
-     * The kv_aware policy among the configured ones (default, prefill or decode), whose inputs the router then
-     * gathers; null when there is none, so routers without it open no subscriber sockets.
+     * The kv_aware policy among the configured ones (default, prefill or decode), whose credits the KV index then
+     * applies; null when there is none. The index opens when a policy asks for prefix residency (kv_aware, or
+     * sticky_balanced grouping by KV), so routers without one open no subscriber sockets.
      */
     private static KvAwarePolicy kvAwarePolicy(PolicyRegistry policies) {
         for (LoadBalancingPolicy p : policies.all()) {

@@ -75,4 +75,47 @@ class StickyBalancedTest {
             }
         }
     }
+
+    @Test
+    void groupingByKvSendsNewSessionsToTheWorkerHoldingTheirPrompt() throws Exception {
+        try (MockWorkers mock = MockWorkers.start(MockConfig.builder().count(3)
+                .all(k -> k.kvEvents(true).blockSize(16)).build())) {
+            Map<String, Object> cfg = Fixture.base(mock.urls());
+            cfg.put("policy", "sticky_balanced");
+            cfg.put("sticky_balanced_group_by_kv", true);
+            try (RouterServer router = Fixture.start(cfg)) {
+                assertTrue(ResilienceTest.eventually(() -> router.kvSources().sources().size() == 3),
+                        "the KV index opens for sticky_balanced grouping by KV");
+                String holder = mock.urls().get(2);
+                String prompt = "a task prompt that one worker already holds ".repeat(12);
+                String body = "{\"model\":\"mock\",\"max_tokens\":1,\"prompt\":\"" + prompt + "\"}";
+                String stored = "vllm_router_kv_events_applied_total{";
+                int[] fillers = {0};
+                assertEquals(200, TestHttp.post(holder + "/v1/completions", body).statusCode());
+                // A batch published before the subscription connected comes back by replay once a later one
+                // shows the gap: other prompts make those later batches.
+                assertTrue(ResilienceTest.eventually(() -> {
+                    try {
+                        String scrape = TestHttp.get("http://127.0.0.1:" + router.metricsPort() + "/metrics").body();
+                        if (scrape.lines().anyMatch(l -> l.startsWith(stored) && l.contains(holder)
+                                && l.contains("type=\"stored\"") && !l.endsWith(" 0.0"))) {
+                            return true;
+                        }
+                        TestHttp.post(holder + "/v1/completions",
+                                "{\"model\":\"mock\",\"max_tokens\":1,\"prompt\":\"filler " + fillers[0]++ + "\"}");
+                        return false;
+                    } catch (Exception e) {
+                        throw new IllegalStateException(e);
+                    }
+                }), "the router heard the holder's KV events");
+                // Both within the group margin of the least loaded: the second is one prompt above it.
+                for (String session : new String[] {"first", "second"}) {
+                    HttpResponse<String> r = TestHttp.post(router.url() + "/v1/completions", body,
+                            "X-Session-ID", session);
+                    assertEquals(200, r.statusCode(), r.body());
+                    assertEquals(mock.worker(2).id(), r.headers().firstValue("x-worker-id").orElseThrow(), session);
+                }
+            }
+        }
+    }
 }

@@ -68,6 +68,8 @@ public final class RolloutSimulation {
         double arrived;
         double scheduled;
         double firstToken;
+        /** The current turn's request, for the policy's end-of-turn hook. */
+        RoutingRequest request;
         final List<Integer> workersVisited = new ArrayList<>();
         int lastWorker = -1;
         int turnsSent;
@@ -113,6 +115,12 @@ public final class RolloutSimulation {
     private long errors;
 
     public RolloutSimulation(PreparedWorkload prepared, String policyName, int workerCount, Pressure pressure) {
+        this(prepared, policyName, workerCount, pressure, StickyBalancedPolicy.Settings.DEFAULTS);
+    }
+
+    /** With sticky_balanced's settings {@code stickyBalanced} instead of its defaults. */
+    public RolloutSimulation(PreparedWorkload prepared, String policyName, int workerCount, Pressure pressure,
+                             StickyBalancedPolicy.Settings stickyBalanced) {
         if (workerCount <= 0) {
             throw new IllegalArgumentException("workers must be > 0, got " + workerCount);
         }
@@ -128,7 +136,8 @@ public final class RolloutSimulation {
         } else {
             RouterSettings settings = defaultSettings();
             SessionSettings sessions = settings.sessions();
-            this.policy = Policies.create(policyName, withoutBackgroundEviction(settings.policies()),
+            this.policy = Policies.create(policyName,
+                    withoutBackgroundEviction(settings.policies()).withStickyBalanced(stickyBalanced),
                     () -> new InMemorySessionTable(sessions.ttl(), sessions.maxSessions(), this::nanoTime));
         }
         this.holders = policy.usesPrefixResidency() ? new PrefixHolders(workerCount, prepared.costs().blockSize())
@@ -247,6 +256,7 @@ public final class RolloutSimulation {
             return;
         }
         run.arrived = now;
+        run.request = request;
         run.scheduled = Double.NaN;
         run.firstToken = Double.NaN;
         if (!stepping[w]) {
@@ -326,6 +336,10 @@ public final class RolloutSimulation {
             run.preemptions += done.preemptions();
             worker.decrementLoad();
             policy.onComplete(worker, !turn.abandoned());
+            if (policy.keepsSessions()) {
+                // As the live router's proxy does when a session's answer ends: the call first, then the turn.
+                policy.turnEnded(run.request, done.promptTokens(), done.hitTokens());
+            }
             run.turn++;
             if (run.turn == run.trajectory.turns().size()) {
                 end(run);

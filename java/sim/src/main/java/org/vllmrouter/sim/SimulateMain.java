@@ -10,9 +10,11 @@ import java.io.Writer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
+import org.vllmrouter.core.policy.StickyBalancedPolicy;
 import org.vllmrouter.mock.rollout.CostConstants;
 import org.vllmrouter.mock.rollout.Pressure;
 import org.vllmrouter.mock.rollout.Trace;
@@ -55,6 +57,14 @@ public final class SimulateMain implements Callable<Integer> {
             description = "With --json, also list every group's latency in each result (group_latencies_s).")
     private boolean groupLatencies;
 
+    @Option(names = "--sticky-balanced-tool-hold-secs", paramLabel = "SECONDS",
+            description = "sticky_balanced's tool-call hold, as the router's flag (default: 0, no hold).")
+    private double toolHoldSecs;
+
+    @Option(names = "--sticky-balanced-group-by-kv",
+            description = "sticky_balanced takes a group's home from the workers' cached prefixes, as the router's flag.")
+    private boolean groupByKv;
+
     private PrintStream out = System.out;
     private PrintStream err = System.err;
 
@@ -90,6 +100,13 @@ public final class SimulateMain implements Callable<Integer> {
         if (workers <= 0) {
             throw new BadInput("--workers must be > 0, got " + workers);
         }
+        if (!(Double.isFinite(toolHoldSecs) && toolHoldSecs >= 0 && toolHoldSecs <= 3600)) {
+            throw new BadInput("--sticky-balanced-tool-hold-secs must be between 0 and 3600, got " + toolHoldSecs);
+        }
+        StickyBalancedPolicy.Settings d = StickyBalancedPolicy.Settings.DEFAULTS;
+        StickyBalancedPolicy.Settings stickyBalanced = new StickyBalancedPolicy.Settings(d.groupMargin(),
+                d.groupSeparator(), d.moveMargin(), d.moveKvUsage(), Duration.ofNanos(Math.round(toolHoldSecs * 1e9)),
+                groupByKv);
         List<Pressure> levels = options.pressures();
         Workload workload = options.workload();
         if (writeTrace != null) {
@@ -104,7 +121,7 @@ public final class SimulateMain implements Callable<Integer> {
                 : Files.newBufferedWriter(trajectories, StandardCharsets.UTF_8)) {
             for (Pressure level : levels) {
                 for (String p : policies) {
-                    RolloutSimulation simulation = new RolloutSimulation(prepared, p, workers, level);
+                    RolloutSimulation simulation = new RolloutSimulation(prepared, p, workers, level, stickyBalanced);
                     results.add(simulation.run());
                     if (dump != null) {
                         write(simulation.trajectories(), dump);

@@ -163,6 +163,8 @@ class SimulateMainTest {
         assertBad(simulate("--workers", "0"), "simulate: --workers must be > 0, got 0");
         assertBad(simulate("--groups", "-2"), "simulate: --groups must be > 0, got -2");
         assertBad(simulate("--samples", "0"), "simulate: --samples must be > 0, got 0");
+        assertBad(simulate("--sticky-balanced-tool-hold-secs", "-1"),
+                "simulate: --sticky-balanced-tool-hold-secs must be between 0 and 3600, got -1.0");
         assertBad(simulate("--pressure", "extreme"),
                 "simulate: pressure must be low, moderate, high or a ratio > 0, got 'extreme'");
         assertBad(simulate("--workers", "many"), "simulate: Invalid value for option '--workers'");

@@ -16,6 +16,8 @@ import org.vllmrouter.core.session.SessionStoreUrl;
 final class ConfigValidator {
     static final String PREFIX = "Configuration validation failed: ";
     /** Compared case-insensitively: upstream lower-cases the value before matching. */
+    /** An hour: a tool call's wait, not a session's life (the idle TTL covers that). */
+    private static final double MAX_TOOL_HOLD_SECS = 3600.0;
     private static final List<String> KV_CONNECTORS = ConfigContract.get().field("kv_connector").choices();
 
     private ConfigValidator() {
@@ -401,6 +403,11 @@ final class ConfigValidator {
             throw invalid("sticky_balanced_move_margin", c.stickyBalancedMoveMargin(), "Must be finite and >= 0.0");
         }
         fraction("sticky_balanced_move_kv_usage", c.stickyBalancedMoveKvUsage());
+        if (!(Double.isFinite(c.stickyBalancedToolHoldSecs()) && c.stickyBalancedToolHoldSecs() >= 0.0
+                && c.stickyBalancedToolHoldSecs() <= MAX_TOOL_HOLD_SECS)) {
+            throw invalid("sticky_balanced_tool_hold_secs", c.stickyBalancedToolHoldSecs(),
+                    "Must be finite and between 0.0 and 3600.0");
+        }
     }
 
     private static void fraction(String field, double value) throws ConfigException {

@@ -87,6 +87,8 @@ public record RouterConfig(
         String stickyBalancedGroupSeparator,
         double stickyBalancedMoveMargin,
         double stickyBalancedMoveKvUsage,
+        double stickyBalancedToolHoldSecs,
+        boolean stickyBalancedGroupByKv,
         List<String> kvEventSource,
         List<String> kvEventReplaySource,
         int kvEventBlockSize,

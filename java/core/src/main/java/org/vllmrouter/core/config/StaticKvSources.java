@@ -45,7 +45,8 @@ public final class StaticKvSources {
         if (c.isPdMode()) {
             throw new ConfigException("static --kv-event-source is only supported in regular mode");
         }
-        if (!PolicyNames.KV_AWARE.equals(c.policy())) {
+        if (!PolicyNames.KV_AWARE.equals(c.policy())
+                && !(PolicyNames.STICKY_BALANCED.equals(c.policy()) && c.stickyBalancedGroupByKv())) {
             throw new ConfigException("--kv-event-source requires the kv_aware policy");
         }
         Map<String, Source> out = new LinkedHashMap<>();

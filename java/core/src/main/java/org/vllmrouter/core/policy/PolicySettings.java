@@ -20,7 +20,8 @@ public record PolicySettings(String policy, String prefillPolicy, String decodeP
                 new KvAwarePolicy.Settings(c.routerTemperature(), c.kvPenaltyHost(), c.kvPenaltyExternal(),
                         c.kvPenaltyDisk(), affinityTtl == null ? null : Duration.ofSeconds(affinityTtl)),
                 new StickyBalancedPolicy.Settings(c.stickyBalancedGroupMargin(), c.stickyBalancedGroupSeparator(),
-                        c.stickyBalancedMoveMargin(), c.stickyBalancedMoveKvUsage()));
+                        c.stickyBalancedMoveMargin(), c.stickyBalancedMoveKvUsage(),
+                        Duration.ofNanos(Math.round(c.stickyBalancedToolHoldSecs() * 1e9)), c.stickyBalancedGroupByKv()));
     }
 
     /** These settings with cache_aware's replaced. */

@@ -1,10 +1,13 @@
 package org.vllmrouter.core.policy;
 
 import java.lang.System.Logger.Level;
+import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.LongSupplier;
 import java.util.function.ToLongFunction;
 import org.vllmrouter.core.config.PolicyNames;
 import org.vllmrouter.core.session.LeastLoaded;
@@ -38,6 +41,15 @@ import org.vllmrouter.core.worker.Worker;
  * right by construction. A table that chooses in a shared store ({@link SessionTable#placesByPolicy()} false: Redis)
  * keeps its own rule, the fewest sessions, and no footprints; the policy then places as sticky_least_loaded does and
  * never moves a session.
+ *
+ * <p>Two choices are off unless asked for. A tool-call hold ({@code toolHold} above zero) keeps a session's prompt
+ * counted in flight on its worker after its turn ends, for that long or until the session's next turn or release: a
+ * trajectory that is calling a tool comes back with a longer prompt on the same worker, and a new session placed
+ * there meanwhile would take the batch and cache room it is about to need. Holds live in the policy, each with its
+ * deadline; a worker's held tokens drop the expired ones when its load is read, and the idle sweep drops the rest, so
+ * no timer runs per session. Group by KV ({@code groupByKv}) takes the group's home from the KV-event index: a new
+ * session goes to the worker that already holds the most of its prompt while that worker is within the group margin,
+ * and the session-id rule decides only when no worker holds any of it.
  */
 public final class StickyBalancedPolicy implements LoadBalancingPolicy {
     /**
@@ -48,9 +60,14 @@ public final class StickyBalancedPolicy implements LoadBalancingPolicy {
      *     least one's for the session to move there; 0: never moves
      * @param moveKvUsage moves leave only a worker whose engine reported queued requests or a KV cache usage (0 to 1)
      *     at least this high in its last fresh sample
+     * @param toolHold how long a session's prompt stays counted in flight on its worker after its turn ends, unless
+     *     its next turn or its release comes first; zero: no hold
+     * @param groupByKv a new session's group home is the worker whose KV cache holds the most of its prompt, as the
+     *     KV-event index tells ({@link #usesPrefixResidency}), before the session-id rule
      */
-    public record Settings(double groupMargin, String groupSeparator, double moveMargin, double moveKvUsage) {
-        public static final Settings DEFAULTS = new Settings(1.0, "_", 8.0, 0.5);
+    public record Settings(double groupMargin, String groupSeparator, double moveMargin, double moveKvUsage,
+                           Duration toolHold, boolean groupByKv) {
+        public static final Settings DEFAULTS = new Settings(1.0, "_", 8.0, 0.5, Duration.ZERO, false);
     }
 
     /** Known turns between two scans for the least loaded candidate, when no placement has refreshed it. */
@@ -64,6 +81,8 @@ public final class StickyBalancedPolicy implements LoadBalancingPolicy {
 
     private final SessionTable sessions;
     private final Settings settings;
+    private final long toolHoldNanos;
+    private final LongSupplier nanoClock;
     private final SessionTable.Placement placement = new SessionTable.Placement() {
         @Override
         public Worker place(List<Worker> candidates, String sessionId, long tokens, ToLongFunction<String> tokensOf) {
@@ -83,6 +102,10 @@ public final class StickyBalancedPolicy implements LoadBalancingPolicy {
     /** Set by {@link #keeps} when it moves a session, so that {@link #place} places it by load alone. */
     private boolean moving;
     private final ConcurrentHashMap<String, InFlight> inFlight = new ConcurrentHashMap<>();
+    /** Session id -> the hold of its latest turn (armed when the turn ends); only with a tool-call hold. */
+    private final ConcurrentHashMap<String, Hold> holds = new ConcurrentHashMap<>();
+    /** Worker URL -> the holds armed on it, in deadline order. */
+    private final ConcurrentHashMap<String, Held> held = new ConcurrentHashMap<>();
     private volatile LiveLoad liveLoad = LiveLoad.NONE;
     /** Group -> the URL its last session was placed on. Used only by {@link #place}, which the table serialises. */
     private final Map<String, String> groupWorkers = new LinkedHashMap<>(16, 0.75f, true) {
@@ -95,6 +118,8 @@ public final class StickyBalancedPolicy implements LoadBalancingPolicy {
     public StickyBalancedPolicy(SessionTable sessions, Settings settings) {
         this.sessions = sessions;
         this.settings = settings;
+        this.toolHoldNanos = settings.toolHold().toNanos();
+        this.nanoClock = sessions.clock();
         if (!sessions.placesByPolicy()) {
             LOG.log(Level.WARNING, "sticky_balanced: this session store chooses new sessions' workers itself (fewest "
                     + "sessions); footprint and group placement need the memory store");
@@ -123,6 +148,64 @@ public final class StickyBalancedPolicy implements LoadBalancingPolicy {
         }
     }
 
+    /**
+     * A session's turn on one worker: pending while the turn is in flight (its tokens count there as in flight),
+     * armed when it ends (they go on counting until the deadline), released by the session's next turn or its end.
+     * State changes under the monitor of the worker's {@link Held}.
+     */
+    private static final class Hold {
+        final String url;
+        final long tokens;
+        long deadline;
+        boolean armed;
+        boolean released;
+
+        Hold(String url, long tokens) {
+            this.url = url;
+            this.tokens = tokens;
+        }
+    }
+
+    /** One worker's armed holds. Every hold lasts as long, so arming order is deadline order. */
+    private static final class Held {
+        private final ArrayDeque<Hold> byDeadline = new ArrayDeque<>();
+        private long tokens;
+
+        synchronized void arm(Hold h, long deadline) {
+            if (h.armed || h.released) {
+                return;
+            }
+            h.armed = true;
+            h.deadline = deadline;
+            byDeadline.add(h);
+            tokens += h.tokens;
+        }
+
+        synchronized void release(Hold h) {
+            if (!h.released) {
+                h.released = true;
+                if (h.armed) {
+                    tokens -= h.tokens;
+                }
+            }
+        }
+
+        /** The tokens held at {@code now}, once the holds that expired by then are dropped. */
+        synchronized long tokens(long now) {
+            for (Hold h = byDeadline.peek(); h != null && (h.released || h.deadline - now <= 0);
+                    h = byDeadline.peek()) {
+                byDeadline.poll();
+                release(h);
+            }
+            return tokens;
+        }
+
+        /** Whether {@code h} is over (released, or armed and expired) at {@code now}. */
+        synchronized boolean over(Hold h, long now) {
+            return h.released || (h.armed && h.deadline - now <= 0);
+        }
+    }
+
     /** From now on, places with the workers' own load as {@code live} reports it. */
     public void readLiveLoad(LiveLoad live) {
         this.liveLoad = live;
@@ -131,6 +214,11 @@ public final class StickyBalancedPolicy implements LoadBalancingPolicy {
     @Override
     public String name() {
         return PolicyNames.STICKY_BALANCED;
+    }
+
+    @Override
+    public boolean usesPrefixResidency() {
+        return settings.groupByKv();
     }
 
     @Override
@@ -146,8 +234,14 @@ public final class StickyBalancedPolicy implements LoadBalancingPolicy {
             return chosen;
         }
         String pool = request.model() == null ? NO_MODEL_POOL : request.model();
-        SessionTable.Assignment a = sessions.route(pool, sessionId, candidates, placement, tokens);
+        if (toolHoldNanos > 0) {
+            release(holds.remove(sessionId));
+        }
+        SessionTable.Assignment a = sessions.route(pool, sessionId, candidates, placementFor(request), tokens);
         Worker chosen = a.worker();
+        if (toolHoldNanos > 0 && sessions.placesByPolicy()) {
+            holds.put(sessionId, new Hold(chosen.url(), tokens));
+        }
         if (a.outcome() == SessionTable.Outcome.EXISTING || !sessions.placesByPolicy()) {
             inFlightOf(chosen).add(tokens);
         } else if (LOG.isLoggable(Level.DEBUG)) {
@@ -157,10 +251,38 @@ public final class StickyBalancedPolicy implements LoadBalancingPolicy {
         return chosen;
     }
 
-    /** Inside the table's atomic step: the least projected load, or the group's worker within the margin. */
+    /** The shared placement, or, when the group home comes from KV residency and the route found it, one that sees it. */
+    private SessionTable.Placement placementFor(RoutingRequest request) {
+        PrefixResidency prefix = request.prefix();
+        if (!settings.groupByKv() || prefix == PrefixResidency.UNKNOWN) {
+            return placement;
+        }
+        return new SessionTable.Placement() {
+            @Override
+            public Worker place(List<Worker> candidates, String sessionId, long tokens,
+                                ToLongFunction<String> tokensOf) {
+                return StickyBalancedPolicy.this.place(candidates, sessionId, tokens, tokensOf, prefix);
+            }
+
+            @Override
+            public boolean keeps(Worker current, List<Worker> candidates, String sessionId, long tokens,
+                                 ToLongFunction<String> tokensOf) {
+                return StickyBalancedPolicy.this.keeps(current, candidates, sessionId, tokens, tokensOf);
+            }
+        };
+    }
+
     private Worker place(List<Worker> candidates, String sessionId, long tokens, ToLongFunction<String> boundTokens) {
-        LiveLoad live = liveLoad;
-        ToLongFunction<Worker> load = w -> queued(live, w, boundTokens.applyAsLong(w.url()) + inFlightTokens(w.url()));
+        return place(candidates, sessionId, tokens, boundTokens, PrefixResidency.UNKNOWN);
+    }
+
+    /**
+     * Inside the table's atomic step: the least projected load, or the group's home within the margin. The home is
+     * the candidate holding the most of the prompt ({@code prefix}), else the worker the group was last placed on.
+     */
+    private Worker place(List<Worker> candidates, String sessionId, long tokens, ToLongFunction<String> boundTokens,
+                         PrefixResidency prefix) {
+        ToLongFunction<Worker> load = loadOf(boundTokens);
         Worker least = LeastLoaded.lightest(candidates, load, sessionId);
         leastSeen = load.applyAsLong(least);
         turnsSinceScan = 0;
@@ -173,18 +295,46 @@ public final class StickyBalancedPolicy implements LoadBalancingPolicy {
             }
             return reserve(least, tokens);
         }
-        if (group == null) {
-            return reserve(least, tokens);
+        Worker home = holderOfMost(candidates, prefix);
+        if (home == null && group != null) {
+            String groupUrl = groupWorkers.get(group);
+            home = groupUrl == null ? null : Worker.byUrl(candidates, groupUrl);
         }
         Worker chosen = least;
-        String groupUrl = groupWorkers.get(group);
-        Worker joined = groupUrl == null ? null : Worker.byUrl(candidates, groupUrl);
-        if (joined != null && joined != least
-                && load.applyAsLong(joined) - load.applyAsLong(least) <= settings.groupMargin() * tokens) {
-            chosen = joined;
+        if (home != null && home != least
+                && load.applyAsLong(home) - load.applyAsLong(least) <= settings.groupMargin() * tokens) {
+            chosen = home;
         }
-        groupWorkers.put(group, chosen.url());
+        if (group != null) {
+            groupWorkers.put(group, chosen.url());
+        }
         return reserve(chosen, tokens);
+    }
+
+    /** The candidate whose cache holds the most of the prompt (the first of equals), or null when none holds any. */
+    private static Worker holderOfMost(List<Worker> candidates, PrefixResidency prefix) {
+        if (prefix == PrefixResidency.UNKNOWN) {
+            return null;
+        }
+        Worker most = null;
+        int mostTokens = 0;
+        for (Worker w : candidates) {
+            int t = prefix.creditedTokens(w);
+            if (t > mostTokens) {
+                most = w;
+                mostTokens = t;
+            }
+        }
+        return most;
+    }
+
+    /**
+     * A worker's projected load: its bound tokens, its prompt tokens in flight and held, scaled by its engine's queue.
+     */
+    private ToLongFunction<Worker> loadOf(ToLongFunction<String> boundTokens) {
+        LiveLoad live = liveLoad;
+        long now = toolHoldNanos > 0 ? nanoClock.getAsLong() : 0;
+        return w -> queued(live, w, boundTokens.applyAsLong(w.url()) + inFlightTokens(w.url()) + heldTokens(w, now));
     }
 
     /**
@@ -201,11 +351,10 @@ public final class StickyBalancedPolicy implements LoadBalancingPolicy {
         if (!(margin > 0) || candidates.size() < 2) {
             return true;
         }
-        LiveLoad live = liveLoad;
-        if (!underPressure(live.of(current.baseUrl()))) {
+        if (!underPressure(liveLoad.of(current.baseUrl()))) {
             return true;
         }
-        ToLongFunction<Worker> load = w -> queued(live, w, boundTokens.applyAsLong(w.url()) + inFlightTokens(w.url()));
+        ToLongFunction<Worker> load = loadOf(boundTokens);
         long here = load.applyAsLong(current);
         double price = margin * tokens;
         if (here - leastSeen <= price && candidates.size() == candidatesScanned
@@ -266,6 +415,24 @@ public final class StickyBalancedPolicy implements LoadBalancingPolicy {
         return f == null ? 0 : f.tokens;
     }
 
+    private long heldTokens(Worker w, long now) {
+        if (toolHoldNanos <= 0) {
+            return 0;
+        }
+        Held h = held.get(w.url());
+        return h == null ? 0 : h.tokens(now);
+    }
+
+    private Held heldOn(String url) {
+        return held.computeIfAbsent(url, u -> new Held());
+    }
+
+    private void release(Hold h) {
+        if (h != null) {
+            heldOn(h.url).release(h);
+        }
+    }
+
     @Override
     public void onComplete(Worker worker, boolean success) {
         InFlight f = inFlight.get(worker.url());
@@ -276,6 +443,9 @@ public final class StickyBalancedPolicy implements LoadBalancingPolicy {
 
     @Override
     public void finishSession(String sessionId) {
+        if (toolHoldNanos > 0) {
+            release(holds.remove(sessionId));
+        }
         int released = sessions.release(sessionId);
         LOG.log(Level.DEBUG, released > 0 ? "sticky_balanced: finished session ''{0}''"
                 : "sticky_balanced: finish for unknown session ''{0}''", sessionId);
@@ -289,6 +459,12 @@ public final class StickyBalancedPolicy implements LoadBalancingPolicy {
     @Override
     public void turnEnded(RoutingRequest request, long promptTokens, long cachedTokens) {
         String sessionId = request.sessionId();
+        if (sessionId != null && toolHoldNanos > 0) {
+            Hold h = holds.get(sessionId);
+            if (h != null) {
+                heldOn(h.url).arm(h, nanoClock.getAsLong() + toolHoldNanos);
+            }
+        }
         if (sessionId != null) {
             sessions.turnEnded(request.model() == null ? NO_MODEL_POOL : request.model(), sessionId, promptTokens,
                     cachedTokens);
@@ -300,8 +476,18 @@ public final class StickyBalancedPolicy implements LoadBalancingPolicy {
         return sessions.trajectory(sessionId);
     }
 
+    /** Also drops the holds that are over, which no load read has dropped (their workers not placed on since). */
     @Override
     public int expireIdle(int maxEntries) {
+        if (toolHoldNanos > 0) {
+            long now = nanoClock.getAsLong();
+            holds.forEach((id, h) -> {
+                if (heldOn(h.url).over(h, now) && holds.remove(id, h)) {
+                    release(h);
+                }
+            });
+            held.values().forEach(h -> h.tokens(now));
+        }
         return sessions.expireIdle(maxEntries);
     }
 

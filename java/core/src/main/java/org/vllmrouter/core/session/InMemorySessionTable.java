@@ -300,6 +300,11 @@ public final class InMemorySessionTable implements SessionTable {
     }
 
     @Override
+    public LongSupplier clock() {
+        return nanoClock;
+    }
+
+    @Override
     public Trajectory trajectory(String sessionId) {
         lock.lock();
         try {

@@ -1,6 +1,7 @@
 package org.vllmrouter.core.session;
 
 import java.util.List;
+import java.util.function.LongSupplier;
 import java.util.function.ToLongFunction;
 import org.vllmrouter.core.worker.Worker;
 
@@ -98,6 +99,11 @@ public interface SessionTable {
      * or evicted meanwhile) is left alone. Tables that keep no trajectories ignore it.
      */
     default void turnEnded(String pool, String sessionId, long promptTokens, long cachedTokens) {
+    }
+
+    /** The clock (nanoseconds) the table's idle TTL runs on, for policies that time sessions alongside it. */
+    default LongSupplier clock() {
+        return System::nanoTime;
     }
 
     /** The trajectory of {@code sessionId} over every pool, or null when the session is not tracked. */

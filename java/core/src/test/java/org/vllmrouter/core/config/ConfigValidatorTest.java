@@ -141,6 +141,8 @@ class ConfigValidatorTest {
         "{\"policy\": \"sticky_balanced\", \"sticky_balanced_group_margin\": -0.5}|Configuration validation failed: Invalid value for field 'sticky_balanced_group_margin': -0.5 - Must be finite and >= 0.0",
         "{\"policy\": \"sticky_balanced\", \"sticky_balanced_move_margin\": -1}|Configuration validation failed: Invalid value for field 'sticky_balanced_move_margin': -1 - Must be finite and >= 0.0",
         "{\"policy\": \"sticky_balanced\", \"sticky_balanced_move_kv_usage\": 1.5}|Configuration validation failed: Invalid value for field 'sticky_balanced_move_kv_usage': 1.5 - Must be finite and between 0.0 and 1.0",
+        "{\"policy\": \"sticky_balanced\", \"sticky_balanced_tool_hold_secs\": -1}|Configuration validation failed: Invalid value for field 'sticky_balanced_tool_hold_secs': -1 - Must be finite and between 0.0 and 3600.0",
+        "{\"decode_policy\": \"sticky_balanced\", \"vllm_pd_disaggregation\": true, \"prefill_urls\": [[\"http://p:1\", null]], \"decode_urls\": [\"http://d:1\"], \"sticky_balanced_tool_hold_secs\": 3601}|Configuration validation failed: Invalid value for field 'sticky_balanced_tool_hold_secs': 3601 - Must be finite and between 0.0 and 3600.0",
         "{\"prefill_policy\": \"sticky_balanced\", \"vllm_pd_disaggregation\": true, \"prefill_urls\": [[\"http://p:1\", null]], \"decode_urls\": [\"http://d:1\"], \"sticky_balanced_group_margin\": -1}|Configuration validation failed: Invalid value for field 'sticky_balanced_group_margin': -1 - Must be finite and >= 0.0",
     })
     void zeroOneSeventeenFlagsThisRouterDoesNotImplementAreRefusedAtStart(String json, String message) {
@@ -229,9 +231,19 @@ class ConfigValidatorTest {
     }
 
     @Test
+    void staticKvEventSourcesServeStickyBalancedOnlyWhenItGroupsByKv() throws Exception {
+        String sources = "{\"worker_urls\": [\"http://a:1\"], \"policy\": \"sticky_balanced\", \"kv_event_model\": \"m\", "
+                + "\"kv_event_source\": [\"http://a:1=tcp://a:5557\"]";
+        RouterConfig.fromJson(sources + ", \"sticky_balanced_group_by_kv\": true}").validate();
+        ConfigException e = assertThrows(ConfigException.class, () -> RouterConfig.fromJson(sources + "}").validate());
+        assertEquals("--kv-event-source requires the kv_aware policy", e.getMessage());
+    }
+
+    @Test
     void stickyBalancedParametersAreCheckedOnlyWhenStickyBalancedIsUsed() throws Exception {
         RouterConfig.fromJson("{\"worker_urls\": [\"http://a:1\"], \"sticky_balanced_group_margin\": -1, "
-                + "\"sticky_balanced_move_margin\": -1, \"sticky_balanced_move_kv_usage\": 2}").validate();
+                + "\"sticky_balanced_move_margin\": -1, \"sticky_balanced_move_kv_usage\": 2, "
+                + "\"sticky_balanced_tool_hold_secs\": -1}").validate();
         RouterConfig.fromJson("{\"worker_urls\": [\"http://a:1\"], \"policy\": \"sticky_balanced\", "
                 + "\"sticky_balanced_group_margin\": 0, \"sticky_balanced_group_separator\": \"\"}").validate();
     }

@@ -34,7 +34,7 @@ class StickyBalancedPolicyTest {
     private final List<Worker> workers = List.of(a, b, c);
 
     private StickyBalancedPolicy policy(double margin, String separator) {
-        return new StickyBalancedPolicy(table, new StickyBalancedPolicy.Settings(margin, separator, 0, 0.5));
+        return new StickyBalancedPolicy(table, new StickyBalancedPolicy.Settings(margin, separator, 0, 0.5, Duration.ZERO, false));
     }
 
     /** A turn of {@code id} whose body is {@code tokens} prompt tokens by the router's estimate. */
@@ -137,9 +137,15 @@ class StickyBalancedPolicyTest {
         PolicySettings settings = PolicySettings.from(RouterConfig.fromJson("{\"worker_urls\": [\"http://a:1\"], "
                 + "\"policy\": \"sticky_balanced\", \"sticky_balanced_group_margin\": 0.5, "
                 + "\"sticky_balanced_group_separator\": \"::\", \"sticky_balanced_move_margin\": 3, "
-                + "\"sticky_balanced_move_kv_usage\": 0.25}"));
+                + "\"sticky_balanced_move_kv_usage\": 0.25, \"sticky_balanced_tool_hold_secs\": 1.5, "
+                + "\"sticky_balanced_group_by_kv\": true}"));
         assertEquals(3.0, settings.stickyBalanced().moveMargin());
         assertEquals(0.25, settings.stickyBalanced().moveKvUsage());
+        assertEquals(Duration.ofMillis(1_500), settings.stickyBalanced().toolHold());
+        assertTrue(Policies.create(PolicyNames.STICKY_BALANCED, settings, () -> table).usesPrefixResidency(),
+                "grouping by KV asks the route for the prompt's residency");
+        settings = settings.withStickyBalanced(new StickyBalancedPolicy.Settings(0.5, "::", 3, 0.25, Duration.ZERO,
+                false));
         LoadBalancingPolicy p = Policies.create(PolicyNames.STICKY_BALANCED, settings, () -> table);
         Worker first = p.select(workers, turn("run::0", 1_000));
         p.onComplete(first, true);
@@ -149,7 +155,7 @@ class StickyBalancedPolicyTest {
 
     @Test
     void aBoundSessionMovesOnlyWhenTheImbalanceOutweighsItsReprefill() {
-        StickyBalancedPolicy p = new StickyBalancedPolicy(table, new StickyBalancedPolicy.Settings(0, "", 2.0, 0.5));
+        StickyBalancedPolicy p = new StickyBalancedPolicy(table, new StickyBalancedPolicy.Settings(0, "", 2.0, 0.5, Duration.ZERO, false));
         p.readLiveLoad(CONTENDED);
         List<Worker> two = List.of(a, b);
         for (String id : new String[] {"big-1", "big-2", "big-3", "small"}) {
@@ -176,7 +182,7 @@ class StickyBalancedPolicyTest {
 
     @Test
     void aSessionMovesOnlyOffAWorkerWhoseCacheIsContended() {
-        StickyBalancedPolicy p = new StickyBalancedPolicy(table, new StickyBalancedPolicy.Settings(0, "", 2.0, 0.7));
+        StickyBalancedPolicy p = new StickyBalancedPolicy(table, new StickyBalancedPolicy.Settings(0, "", 2.0, 0.7, Duration.ZERO, false));
         List<Worker> two = List.of(a, b);
         complete(p, List.of(a), "big", 30_000);
         assertSame(a, complete(p, List.of(a), "small", 1_000));
@@ -186,6 +192,134 @@ class StickyBalancedPolicyTest {
         p.readLiveLoad(url -> url.equals(a.baseUrl()) ? new LiveLoad.Sample(1, 4, 0.1) : null);
         assertSame(b, complete(p, two, "small", 1_000), "a queue is contention at any usage");
         assertEquals(1, table.stats().rebound());
+    }
+
+    private StickyBalancedPolicy holding(Duration hold) {
+        return new StickyBalancedPolicy(table, new StickyBalancedPolicy.Settings(0, "", 0, 0.5, hold, false));
+    }
+
+    /** A turn of {@code id} on {@code w} that ends, its usage heard, as the proxy reports it. */
+    private static void endedTurn(StickyBalancedPolicy p, Worker w, String id, int tokens) {
+        RoutingRequest r = turn(id, tokens);
+        assertSame(w, p.select(List.of(w), r));
+        p.onComplete(w, true);
+        p.turnEnded(r, tokens, 0);
+    }
+
+    /** Where a new 10-token session would go among a and b (placed, then finished). */
+    private Worker probe(StickyBalancedPolicy p) {
+        Worker w = p.select(List.of(a, b), turn("probe", 10));
+        p.onComplete(w, true);
+        p.finishSession("probe");
+        return w;
+    }
+
+    @Test
+    void aWorkerHeldForASessionBetweenTurnsIsNotChosenWhileAnotherIsFree() {
+        StickyBalancedPolicy p = holding(Duration.ofSeconds(3));
+        endedTurn(p, b, "t", 1_500);
+        clock.addAndGet(Duration.ofSeconds(4).toNanos());
+        endedTurn(p, a, "s", 1_000);
+        assertSame(b, probe(p), "a: 1,000 bound and 1,000 held against b's 1,500");
+        clock.addAndGet(Duration.ofSeconds(2).toNanos());
+        assertSame(b, probe(p), "still held two seconds later");
+
+        StickyBalancedPolicy off = holding(Duration.ZERO);
+        table.release("s");
+        table.release("t");
+        endedTurn(off, b, "t", 1_500);
+        endedTurn(off, a, "s", 1_000);
+        assertSame(a, probe(off), "no hold: a's 1,000 against b's 1,500");
+    }
+
+    @Test
+    void theHoldEndsWhenItExpires() {
+        StickyBalancedPolicy p = holding(Duration.ofSeconds(3));
+        endedTurn(p, b, "t", 1_500);
+        clock.addAndGet(Duration.ofSeconds(4).toNanos());
+        endedTurn(p, a, "s", 1_000);
+        assertSame(b, probe(p));
+        clock.addAndGet(Duration.ofSeconds(3).toNanos());
+        assertSame(a, probe(p), "the hold expired: a's 1,000 against b's 1,500");
+    }
+
+    @Test
+    void theHoldEndsWithTheSessionsNextTurn() {
+        StickyBalancedPolicy p = holding(Duration.ofSeconds(3));
+        endedTurn(p, b, "t", 1_500);
+        clock.addAndGet(Duration.ofSeconds(4).toNanos());
+        endedTurn(p, a, "s", 1_000);
+        assertSame(b, probe(p));
+        assertSame(a, p.select(List.of(a, b), turn("s", 1_000)), "the session itself goes back to its worker");
+        p.onComplete(a, true);
+        assertSame(a, probe(p), "its next turn took the hold: a's 1,000 against b's 1,500");
+    }
+
+    @Test
+    void theHoldEndsWithFinishSession() {
+        StickyBalancedPolicy p = holding(Duration.ofSeconds(3));
+        endedTurn(p, b, "t", 1_500);
+        clock.addAndGet(Duration.ofSeconds(4).toNanos());
+        endedTurn(p, a, "s", 2_000);
+        assertSame(b, probe(p), "a: 2,000 bound and 2,000 held");
+        p.finishSession("s");
+        assertSame(a, probe(p), "finished: nothing bound or held on a");
+        endedTurn(p, a, "u", 2_000);
+        clock.addAndGet(Duration.ofSeconds(3).toNanos());
+        p.expireIdle(10);
+        assertSame(b, probe(p), "u's hold expired, its 2,000 bound tokens stay");
+    }
+
+    /** Which worker holds how many tokens of the prompt, as the KV-event index would tell. */
+    private static PrefixResidency cachedOn(Worker holder, int tokens) {
+        return new PrefixResidency() {
+            @Override
+            public int inputTokens() {
+                return 2_000;
+            }
+
+            @Override
+            public int creditedTokens(Worker worker) {
+                return worker == holder ? tokens : 0;
+            }
+        };
+    }
+
+    private StickyBalancedPolicy byKv(boolean groupByKv) {
+        return new StickyBalancedPolicy(table, new StickyBalancedPolicy.Settings(1, "_", 0, 0.5, Duration.ZERO,
+                groupByKv));
+    }
+
+    @Test
+    void aNewSessionJoinsTheWorkerHoldingItsPromptWithinTheMargin() {
+        StickyBalancedPolicy p = byKv(true);
+        complete(p, List.of(a), "x", 3_000);
+        complete(p, List.of(c), "y", 800);
+        Worker w = p.select(workers, turn("q_0", 1_000).withPrefix(cachedOn(c, 900)));
+        p.onComplete(w, true);
+        assertSame(c, w, "c holds the prompt and is 800 above b, within 1 x 1,000");
+        Worker far = p.select(workers, turn("r_0", 1_000).withPrefix(cachedOn(a, 900)));
+        p.onComplete(far, true);
+        assertSame(b, far, "a holds it but is 3,000 above b: beyond the margin");
+        Worker unknown = p.select(workers, turn("q_1", 500));
+        p.onComplete(unknown, true);
+        assertSame(b, unknown, "no residency: the session-id rule; q's last worker c is 800 above b, beyond 1 x 500");
+    }
+
+    @Test
+    void withoutAHolderOrWithoutTheFlagTheSessionIdRuleDecides() {
+        StickyBalancedPolicy p = byKv(true);
+        complete(p, List.of(a), "x", 3_000);
+        complete(p, List.of(c), "g_0", 800);
+        Worker w = p.select(workers, turn("g_1", 1_000).withPrefix(cachedOn(a, 0)));
+        p.onComplete(w, true);
+        assertSame(c, w, "nobody holds the prompt: the group's worker, 800 above b");
+        table.release("g_1");
+
+        StickyBalancedPolicy off = byKv(false);
+        assertTrue(!off.usesPrefixResidency());
+        Worker ignored = off.select(workers, turn("k_0", 1_000).withPrefix(cachedOn(c, 900)));
+        assertSame(b, ignored, "without the flag the residency is not read: c, 800 above b, is not the home");
     }
 
     @Test
