@@ -68,6 +68,8 @@ public final class RolloutSimulation {
         double arrived;
         double scheduled;
         double firstToken;
+        /** The current turn's request, as the policy placed it. */
+        RoutingRequest request;
         final List<Integer> workersVisited = new ArrayList<>();
         int lastWorker = -1;
         int turnsSent;
@@ -236,10 +238,12 @@ public final class RolloutSimulation {
         }
         int w = workerIndex.get(chosen);
         visit(run, w);
+        run.request = request;
         chosen.incrementLoad();
         if (!engines[w].submit(new EngineRequest(run.hashes, turn.promptTokens(), turn.outputTokens(), run.history,
                 run))) {
             chosen.decrementLoad();
+            policy.answerStarted(chosen, request);
             policy.onComplete(chosen, false);
             errors++;
             run.errors++;
@@ -312,6 +316,7 @@ public final class RolloutSimulation {
             Run run = (Run) r.tag();
             if (Double.isNaN(run.firstToken) && r.generated() > 0) {
                 run.firstToken = now;
+                policy.answerStarted(worker, run.request);
             }
         }
         computing.clear();

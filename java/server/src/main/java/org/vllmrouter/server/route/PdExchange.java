@@ -231,6 +231,8 @@ final class PdExchange implements FrontendHandler.Exchange {
         } else {
             success = pd.calls.answered(worker, answer.status());
         }
+        // A one-shot stage answers all at once: its prompt has been computed by the time the call ends.
+        policy.answerStarted(worker, routing);
         pd.calls.ended(worker, policy, success);
         return success;
     }
