@@ -21,10 +21,11 @@ A disagreement is classed by what each router did in its own run:
   <router> missed  that router sent a repeat to a worker that did not hold it.
 
 `--load-probe` (instead of the two parts above) puts in-flight load against a held prefix: a
-prompt of about 400 tokens is sent straight to w0, then K streams repeating it are opened through
+prompt of about `--probe-tokens` (400) tokens is sent straight to w0, then K streams repeating it are opened through
 the router and kept open (the mock answers their first chunk at once, then one a second), then
 the prompt is sent again through the router. Printed per router and K: how many of the K streams
-went to w0 (the holder) and where the last request went.
+went to w0 (the holder) and where the last request went. With `--probe-fresh` the streams are
+prompts nobody holds instead, so they spread by load and weigh as whole prefills.
 
 The latency part runs only this router (0.1.17 has no render-time metric): closed-loop clients at
 concurrency 1 and 16 for `--latency-secs` each, whole-request latency measured by the client,
@@ -245,16 +246,18 @@ def open_stream(router_url: str, prompt: str):
             return conn, json.loads(line[5:])["worker_id"]
 
 
-def probe_router(router_url: str, worker_urls: List[str], loads: List[int]) -> List[Tuple[int, int, str]]:
+def probe_router(router_url: str, worker_urls: List[str], loads: List[int],
+                 tokens: int, fresh: bool) -> List[Tuple[int, int, str]]:
     """(K, streams that went to the holder, where the repeat went) for each K."""
     rows = []
     for k in loads:
         flush_caches(worker_urls)
         time.sleep(1.0)
-        prompt = prefix_text(1000 + k, 400)
+        prompt = prefix_text(1000 + k, tokens)
         holder = complete(worker_urls[0], prompt + " seed")
         time.sleep(1.0)
-        streams = [open_stream(router_url, prompt + f" stream {j}") for j in range(k)]
+        streams = [open_stream(router_url, (prefix_text(2000 + j, tokens) if fresh else prompt) + f" stream {j}")
+                   for j in range(k)]
         time.sleep(0.5)  # the streams' KV events are in; their first chunks have been answered
         repeat = complete(router_url, prompt + " again")
         rows.append((k, sum(w == holder for _, w in streams), "holder" if repeat == holder else "other"))
@@ -265,17 +268,17 @@ def probe_router(router_url: str, worker_urls: List[str], loads: List[int]) -> L
 
 
 def load_probe(args, mock: MockWorkers) -> None:
-    loads = [0, 1, 2, 4, 8, 12, 16]
+    loads = [0, 1, 2, 3, 4, 6, 8, 12, 16]
     upstream = Upstream(args.upstream_python, mock.urls)
     try:
         time.sleep(3)
-        up = probe_router(upstream.url, mock.urls, loads)
+        up = probe_router(upstream.url, mock.urls, loads, args.probe_tokens, args.probe_fresh)
     finally:
         upstream.close()
     with ours(mock.urls) as router:
         time.sleep(3)
-        mine = probe_router(router.url, mock.urls, loads)
-    print("load probe: about 400 tokens held by w0, K streams opened through the router, then the prompt again")
+        mine = probe_router(router.url, mock.urls, loads, args.probe_tokens, args.probe_fresh)
+    print(f"load probe: about {args.probe_tokens} tokens held by w0, K streams opened through the router, then the prompt again")
     print("   K | 0.1.17: streams on w0, repeat | ours: streams on w0, repeat")
     for (k, up_on, up_repeat), (_, our_on, our_repeat) in zip(up, mine):
         print(f"  {k:2} | {up_on:2} of {k:2}, {up_repeat:6} | {our_on:2} of {k:2}, {our_repeat:6}")
@@ -352,6 +355,8 @@ def main() -> None:
     parser.add_argument("--latency-secs", type=float, default=10)
     parser.add_argument("--skip-differential", action="store_true")
     parser.add_argument("--load-probe", action="store_true")
+    parser.add_argument("--probe-tokens", type=int, default=400)
+    parser.add_argument("--probe-fresh", action="store_true")
     args = parser.parse_args()
     if args.load_probe:
         with MockWorkers(args.workers, {**WORKER_KNOBS, "slow-stream-ms": "1000"}) as mock:
