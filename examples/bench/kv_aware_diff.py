@@ -20,6 +20,13 @@ A disagreement is classed by what each router did in its own run:
                    placed on different workers before;
   <router> missed  that router sent a repeat to a worker that did not hold it.
 
+`--load-probe` (instead of the two parts above) puts in-flight load against a held prefix: a
+prompt of about `--probe-tokens` (400) tokens is sent straight to w0, then K streams repeating it are opened through
+the router and kept open (the mock answers their first chunk at once, then one a second), then
+the prompt is sent again through the router. Printed per router and K: how many of the K streams
+went to w0 (the holder) and where the last request went. With `--probe-fresh` the streams are
+prompts nobody holds instead, so they spread by load and weigh as whole prefills.
+
 The latency part runs only this router (0.1.17 has no render-time metric): closed-loop clients at
 concurrency 1 and 16 for `--latency-secs` each, whole-request latency measured by the client,
 the render call by the router's `vllm_router_kv_render_seconds` summary.
@@ -223,6 +230,60 @@ def differential(args, mock: MockWorkers) -> None:
             print("  0.1.17", line)
 
 
+def open_stream(router_url: str, prompt: str):
+    """A streaming completion through the router, left open once its first chunk came; (connection, worker)."""
+    host, port = re.match(r"http://([^:]+):(\d+)", router_url).groups()
+    conn = http.client.HTTPConnection(host, int(port), timeout=60)
+    body = json.dumps({"model": "mock", "prompt": prompt, "max_tokens": 200, "stream": True})
+    conn.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
+    response = conn.getresponse()
+    while True:
+        raw = response.fp.readline()
+        if not raw:
+            return conn, None
+        line = raw.decode().strip()
+        if line.startswith("data:") and "worker_id" in line:
+            return conn, json.loads(line[5:])["worker_id"]
+
+
+def probe_router(router_url: str, worker_urls: List[str], loads: List[int],
+                 tokens: int, fresh: bool) -> List[Tuple[int, int, str]]:
+    """(K, streams that went to the holder, where the repeat went) for each K."""
+    rows = []
+    for k in loads:
+        flush_caches(worker_urls)
+        time.sleep(1.0)
+        prompt = prefix_text(1000 + k, tokens)
+        holder = complete(worker_urls[0], prompt + " seed")
+        time.sleep(1.0)
+        streams = [open_stream(router_url, (prefix_text(2000 + j, tokens) if fresh else prompt) + f" stream {j}")
+                   for j in range(k)]
+        time.sleep(0.5)  # the streams' KV events are in; their first chunks have been answered
+        repeat = complete(router_url, prompt + " again")
+        rows.append((k, sum(w == holder for _, w in streams), "holder" if repeat == holder else "other"))
+        for conn, _ in streams:
+            conn.close()
+        time.sleep(1.5)  # the closed streams leave both routers' in-flight counts
+    return rows
+
+
+def load_probe(args, mock: MockWorkers) -> None:
+    loads = [0, 1, 2, 3, 4, 6, 8, 12, 16]
+    upstream = Upstream(args.upstream_python, mock.urls)
+    try:
+        time.sleep(3)
+        up = probe_router(upstream.url, mock.urls, loads, args.probe_tokens, args.probe_fresh)
+    finally:
+        upstream.close()
+    with ours(mock.urls) as router:
+        time.sleep(3)
+        mine = probe_router(router.url, mock.urls, loads, args.probe_tokens, args.probe_fresh)
+    print(f"load probe: about {args.probe_tokens} tokens held by w0, K streams opened through the router, then the prompt again")
+    print("   K | 0.1.17: streams on w0, repeat | ours: streams on w0, repeat")
+    for (k, up_on, up_repeat), (_, our_on, our_repeat) in zip(up, mine):
+        print(f"  {k:2} | {up_on:2} of {k:2}, {up_repeat:6} | {our_on:2} of {k:2}, {our_repeat:6}")
+
+
 def percentile(values: List[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -293,7 +354,14 @@ def main() -> None:
     parser.add_argument("--settle-ms", type=int, default=300)
     parser.add_argument("--latency-secs", type=float, default=10)
     parser.add_argument("--skip-differential", action="store_true")
+    parser.add_argument("--load-probe", action="store_true")
+    parser.add_argument("--probe-tokens", type=int, default=400)
+    parser.add_argument("--probe-fresh", action="store_true")
     args = parser.parse_args()
+    if args.load_probe:
+        with MockWorkers(args.workers, {**WORKER_KNOBS, "slow-stream-ms": "1000"}) as mock:
+            load_probe(args, mock)
+        return
     mock = MockWorkers(args.workers, WORKER_KNOBS)
     try:
         if not args.skip_differential:

@@ -68,7 +68,7 @@ public final class RolloutSimulation {
         double arrived;
         double scheduled;
         double firstToken;
-        /** The current turn's request, for the policy's end-of-turn hook. */
+        /** The current turn's request, as the policy placed it: its first-token and end-of-turn hooks take it. */
         RoutingRequest request;
         final List<Integer> workersVisited = new ArrayList<>();
         int lastWorker = -1;
@@ -245,10 +245,12 @@ public final class RolloutSimulation {
         }
         int w = workerIndex.get(chosen);
         visit(run, w);
+        run.request = request;
         chosen.incrementLoad();
         if (!engines[w].submit(new EngineRequest(run.hashes, turn.promptTokens(), turn.outputTokens(), run.history,
                 run))) {
             chosen.decrementLoad();
+            policy.answerStarted(chosen, request);
             policy.onComplete(chosen, false);
             errors++;
             run.errors++;
@@ -256,7 +258,6 @@ public final class RolloutSimulation {
             return;
         }
         run.arrived = now;
-        run.request = request;
         run.scheduled = Double.NaN;
         run.firstToken = Double.NaN;
         if (!stepping[w]) {
@@ -322,6 +323,7 @@ public final class RolloutSimulation {
             Run run = (Run) r.tag();
             if (Double.isNaN(run.firstToken) && r.generated() > 0) {
                 run.firstToken = now;
+                policy.answerStarted(worker, run.request);
             }
         }
         computing.clear();

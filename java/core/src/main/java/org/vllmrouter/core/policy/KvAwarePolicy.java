@@ -13,21 +13,25 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import org.vllmrouter.core.config.PolicyNames;
 import org.vllmrouter.core.worker.Worker;
 
 /**
- * kv_aware: each candidate's cost is the prompt tokens it would have to compute (the input minus the prefix it
- * holds, as the workers' KV events report it, credited by tier) plus its in-flight load: the router's in-flight
- * requests to it times the running mean of the tokens recent requests had to compute on the worker chosen for them
- * (a request ahead in the queue costs about one prefill of what is not cached; counting whole prompts instead would
- * let one queued request outweigh a long cached conversation). Temperature 0 picks the cheapest, the first in registry
- * order on a tie, except for a prompt no candidate holds any of: there the cheapest tie (the same load) goes to the
- * one whose cache holds the fewest blocks, then in turn, so new sessions arriving one at a time spread over idle
- * workers instead of all filling the first one's cache. Above 0 the choice is sampled from a softmax over
- * -cost / (T x that mean), which keeps T's meaning independent of prompt length. Without tokens (the render call
- * failed, or a route that has none) every credit is 0 and the choice is on load alone, ties in registry order.
+ * kv_aware, with 0.1.17's cost: a candidate's cost is its prefill work times its batch, (computed + queued) x
+ * (in flight + 1). Computed is the prompt tokens it would have to compute (the input minus the prefix it holds, as the
+ * workers' KV events report it, credited by tier); queued is the computed tokens of the requests placed on it that it
+ * has not begun to answer yet (still waiting for their prefill); in flight is the router's requests to it, the "+ 1"
+ * being this one. A long cached prefix thus keeps a conversation on its worker however many requests decode there:
+ * the holder of all but the last block of a prompt stays cheaper until its batch is as many times the idle worker's
+ * as the prompt is times the tokens it leaves to compute. Temperature 0 picks the cheapest, the first in registry
+ * order on a tie, except for a prompt no candidate holds any of: there the cheapest tie goes to the one whose cache
+ * holds the fewest blocks, then in turn, so new sessions arriving one at a time spread over idle workers instead of
+ * all filling the first one's cache (0.1.17 breaks that tie differently from one process to the next). Above 0 the
+ * choice is sampled from a softmax over -cost / T, T in the cost's units as in 0.1.17. Without tokens (the render
+ * call failed, or a route that has none) every credit is 0 and the work is the queued tokens alone; where some
+ * candidate's cost is 0 (nothing queued) the least loaded of those is chosen, as in 0.1.17.
  *
  * <p>Session affinity ({@code --kv-aware-session-affinity-ttl-secs}), as 0.1.17 has it: a request that names a
  * session (the first of the headers {@code x-session-id}, {@code session-id}, {@code thread-id},
@@ -52,14 +56,13 @@ public final class KvAwarePolicy implements LoadBalancingPolicy {
             "x-claude-code-session-id");
     private static final ObjectMapper JSON = new ObjectMapper();
 
-    /** Weight of one request in the running mean of computed tokens. */
-    private static final double MEAN_WEIGHT = 0.05;
-
     private final Settings settings;
     /** Turns through the workers tied for a prompt nobody holds, so equal caches share new sessions. */
     private final AtomicInteger newPromptTurn = new AtomicInteger();
-    /** NaN until a request with tokens has been placed. */
-    private volatile double meanComputedTokens = Double.NaN;
+    /** Per worker URL, the computed tokens of the requests placed there that it has not begun to answer. */
+    private final Map<String, AtomicLong> queuedTokens = new ConcurrentHashMap<>();
+    /** Per request placed with tokens to compute, where it went and how many, until its answer begins. */
+    private final Map<RoutingRequest, Queued> queued = new ConcurrentHashMap<>();
     /** Per worker URL, the prompt tokens of the requests placed there and the part of them it held. */
     private final Map<String, Placed> placed = new ConcurrentHashMap<>();
     /** Session identity to the URL of the worker its last turn went to; null without affinity. */
@@ -100,30 +103,59 @@ public final class KvAwarePolicy implements LoadBalancingPolicy {
         String session = affinity == null ? null : sessionIdentity(request);
         Worker bound = session == null ? null : boundWorker(candidates, affinity.getIfPresent(session));
         int input = prefix.inputTokens();
-        double seen = meanComputedTokens;
-        double mean = Math.max(1.0, Double.isNaN(seen) ? input : seen);
         double[] cost = new double[n];
         int[] computed = new int[n];
         boolean heldAnywhere = false;
         for (int i = 0; i < n; i++) {
             Worker w = candidates.get(i);
             computed[i] = input - prefix.creditedTokens(w);
-            cost[i] = computed[i] + w.load() * mean;
+            cost[i] = (double) (computed[i] + queuedTokens(w)) * (w.load() + 1);
             heldAnywhere |= computed[i] < input;
         }
+        int cheapest = cheapest(cost);
         int chosen = bound != null ? candidates.indexOf(bound)
-                : settings.temperature() > 0 ? sample(cost, settings.temperature() * mean)
-                : input > 0 && !heldAnywhere ? emptiestOfCheapest(candidates, cost, prefix) : cheapest(cost);
+                : free(cost, cheapest) ? leastLoadedOfFree(candidates, cost)
+                : settings.temperature() > 0 ? sample(cost, settings.temperature())
+                : input > 0 && !heldAnywhere ? emptiestOfCheapest(candidates, cost, prefix) : cheapest;
         Worker worker = candidates.get(chosen);
         if (input > 0) {
-            meanComputedTokens = Double.isNaN(seen) ? computed[chosen] : seen + MEAN_WEIGHT * (computed[chosen] - seen);
             placed.computeIfAbsent(worker.url(), url -> new Placed()).add(input, input - computed[chosen]);
+            queue(request, worker, computed[chosen]);
         }
         if (session != null) {
             affinity.put(session, worker.url());
         }
         prefix.decided(worker, bound != null ? "sticky_hit" : input == 0 ? "missing_tokens" : "prefix_cost");
         return worker;
+    }
+
+    /** The prompt of {@code request} is no longer waiting on its worker: its computed tokens leave the queue there. */
+    @Override
+    public void answerStarted(Worker worker, RoutingRequest request) {
+        Queued q = queued.remove(request);
+        if (q != null) {
+            q.tokens().addAndGet(-q.computed());
+        }
+    }
+
+    /** The computed tokens of the requests placed on {@code worker} that it has not begun to answer. */
+    long queuedTokens(Worker worker) {
+        AtomicLong tokens = queuedTokens.get(worker.url());
+        return tokens == null ? 0 : tokens.get();
+    }
+
+    private void queue(RoutingRequest request, Worker worker, int computed) {
+        AtomicLong tokens = queuedTokens.computeIfAbsent(worker.url(), url -> new AtomicLong());
+        tokens.addAndGet(computed);
+        // A request is on one worker at a time: a retry placing it again ends its earlier wait.
+        Queued earlier = queued.put(request, new Queued(tokens, computed));
+        if (earlier != null) {
+            earlier.tokens().addAndGet(-earlier.computed());
+        }
+    }
+
+    /** A placed request's computed tokens and the worker queue they count in. */
+    private record Queued(AtomicLong tokens, int computed) {
     }
 
     /**
@@ -191,6 +223,33 @@ public final class KvAwarePolicy implements LoadBalancingPolicy {
         int best = 0;
         for (int i = 1; i < cost.length; i++) {
             if (cost[i] < cost[best]) {
+                best = i;
+            }
+        }
+        return best;
+    }
+
+    /** At temperature 0 some candidate costs nothing, at any temperature all do: the choice is among those on load. */
+    private boolean free(double[] cost, int cheapest) {
+        if (cost[cheapest] != 0) {
+            return false;
+        }
+        if (settings.temperature() <= 0) {
+            return true;
+        }
+        for (double c : cost) {
+            if (c != 0) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Among the candidates that cost nothing (no tokens, nothing queued), the least loaded; the first on a tie. */
+    private static int leastLoadedOfFree(List<Worker> candidates, double[] cost) {
+        int best = -1;
+        for (int i = 0; i < cost.length; i++) {
+            if (cost[i] == 0 && (best < 0 || candidates.get(i).load() < candidates.get(best).load())) {
                 best = i;
             }
         }

@@ -26,6 +26,14 @@ public interface LoadBalancingPolicy {
         return false;
     }
 
+    /**
+     * The worker chosen for {@code request} has begun to answer it (the first part of its answer reached the router),
+     * or the call ended before it did: the prompt no longer waits there to be computed. Called once per call a policy
+     * chose the worker for, before {@link #onComplete}.
+     */
+    default void answerStarted(Worker worker, RoutingRequest request) {
+    }
+
     /** Called when a request sent to {@code worker} has completed. */
     default void onComplete(Worker worker, boolean success) {
     }

@@ -88,7 +88,10 @@ class KvAwarePolicyTest {
             for (int session = 0; session < 9; session++) {
                 Known fresh = new Known(300);
                 fresh.held.putAll(holds);
-                Worker chosen = select(policy, fresh);
+                RoutingRequest request = RoutingRequest.of(null, null, "").withPrefix(fresh);
+                Worker chosen = policy.select(workers, request);
+                // One at a time: each is answered before the next arrives.
+                policy.answerStarted(chosen, request);
                 sessions.merge(chosen.url(), 1, Integer::sum);
                 if (eventsArrive) {
                     holds.merge(chosen.url(), 3, Integer::sum);
@@ -100,14 +103,14 @@ class KvAwarePolicyTest {
     }
 
     /**
-     * Every case but a prompt nobody holds is chosen as before: the cheapest of input - credit + load x mean, the first
-     * in registry order on a tie, whatever the caches hold in all.
+     * Every case but a prompt nobody holds is chosen by 0.1.17's cost, (input - credit + queued) x (in flight + 1): the
+     * cheapest, the first in registry order on a tie, whatever the caches hold in all.
      */
     @Test
     void whereAnyWorkerHoldsPartOfThePromptTheChoiceIsTheCheapestFirstInRegistryOrder() {
         Random random = new Random(54);
         for (int trial = 0; trial < 2000; trial++) {
-            // A fresh policy weighs a queued request at the prompt's length (no running mean yet).
+            // A fresh policy: nothing queued, the requests in flight have all begun to answer.
             KvAwarePolicy policy = new KvAwarePolicy(DEFAULTS);
             workers.forEach(w -> {
                 while (w.load() > 0) {
@@ -130,11 +133,10 @@ class KvAwarePolicyTest {
             if (prefix.credit.values().stream().allMatch(c -> c == 0)) {
                 prefix.credit.put(workers.get(random.nextInt(workers.size())).url(), 16);
             }
-            double mean = prefix.input;
             int expected = 0;
             double best = Double.MAX_VALUE;
             for (int i = 0; i < workers.size(); i++) {
-                double cost = prefix.input - prefix.creditedTokens(workers.get(i)) + loads[i] * mean;
+                double cost = (prefix.input - prefix.creditedTokens(workers.get(i))) * (loads[i] + 1.0);
                 if (cost < best) {
                     best = cost;
                     expected = i;
@@ -152,10 +154,85 @@ class KvAwarePolicyTest {
         busy.incrementLoad();
         Known small = new Known(100);
         small.credit.put(busy.url(), 16);
-        assertEquals("http://a:1", select(policy, small).url(), "two prompts queued cost more than 16 tokens saved");
+        assertEquals("http://a:1", select(policy, small).url(), "a batch of three computing 84 tokens costs more than 100");
         Known large = new Known(1000);
         large.credit.put(busy.url(), 992);
         assertEquals(busy.url(), select(policy, large).url());
+    }
+
+    /**
+     * 0.1.17's threshold: a prompt of N full blocks (16 tokens) and t more tokens, the holder of its N blocks with K
+     * requests in flight (all answering) beside idle workers. The holder computes t tokens in a batch of K + 1, an idle
+     * worker all 16N + t in a batch of 1: the holder keeps the prompt while t(K + 1) < 16N + t, the first worker in
+     * registry order (idle) takes it on a tie.
+     */
+    @Test
+    void theHolderOfAPrefixKeepsItWhileItsBatchTimesTheTokensLeftIsBelowThePrompt() {
+        Worker holder = workers.get(1);
+        for (int blocks = 1; blocks <= 25; blocks += 3) {
+            for (int tail : new int[] {1, 4, 16, 60, 200}) {
+                for (int inFlight = 0; inFlight <= 40; inFlight++) {
+                    KvAwarePolicy policy = new KvAwarePolicy(DEFAULTS);
+                    holder.resetLoad();
+                    for (int l = 0; l < inFlight; l++) {
+                        holder.incrementLoad();
+                    }
+                    Known prompt = new Known(16 * blocks + tail);
+                    prompt.credit.put(holder.url(), 16 * blocks);
+                    boolean keeps = (long) tail * (inFlight + 1) < 16L * blocks + tail;
+                    assertEquals(keeps ? holder.url() : "http://a:1", select(policy, prompt).url(),
+                            blocks + " blocks + " + tail + " tokens, " + inFlight + " in flight");
+                }
+            }
+        }
+    }
+
+    /** The cases measured against 0.1.17 with mock workers (docs/perf/kv-aware.md), where the old cost left. */
+    @Test
+    void aRepeatedPromptStaysOnItsHolderUnderTheLoadsWhere0117KeptIt() {
+        KvAwarePolicy policy = new KvAwarePolicy(DEFAULTS);
+        Worker holder = workers.get(1);
+        for (int l = 0; l < 16; l++) {
+            holder.incrementLoad();
+        }
+        Known twoBlocks = new Known(33);
+        twoBlocks.credit.put(holder.url(), 32);
+        assertEquals(holder.url(), select(policy, twoBlocks).url(), "2 blocks, 16 in flight");
+        holder.resetLoad();
+        for (int l = 0; l < 8; l++) {
+            holder.incrementLoad();
+        }
+        Known turn = new Known(400);
+        turn.credit.put(holder.url(), 384);
+        assertEquals(holder.url(), select(policy, turn).url(), "about 400 tokens, 8 in flight");
+    }
+
+    /** Placed tokens count on their worker until it begins to answer: a worker still computing prompts is busier. */
+    @Test
+    void promptsNotYetAnsweredWeighOnTheirWorkerUntilItAnswers() {
+        KvAwarePolicy policy = new KvAwarePolicy(DEFAULTS);
+        Worker a = workers.get(0);
+        RoutingRequest first = RoutingRequest.of(null, null, "").withPrefix(new Known(300));
+        assertEquals(a.url(), policy.select(workers, first).url());
+        a.incrementLoad();
+        assertEquals(300, policy.queuedTokens(a));
+        Known cached = new Known(100);
+        cached.credit.put(a.url(), 96);
+        assertEquals("http://b:1", select(policy, cached).url(), "(4 + 300) x 2 > 100");
+        policy.answerStarted(a, first);
+        policy.answerStarted(a, first);
+        assertEquals(0, policy.queuedTokens(a), "released once");
+        assertEquals(a.url(), select(policy, cached).url(), "4 x 2 < 100");
+    }
+
+    @Test
+    void aRetryPlacingTheSameRequestAgainEndsItsEarlierWait() {
+        KvAwarePolicy policy = new KvAwarePolicy(DEFAULTS);
+        RoutingRequest request = RoutingRequest.of(null, null, "").withPrefix(new Known(300));
+        Worker first = policy.select(workers, request);
+        Worker second = policy.select(workers.stream().filter(w -> w != first).toList(), request);
+        assertEquals(0, policy.queuedTokens(first));
+        assertEquals(300, policy.queuedTokens(second));
     }
 
     @Test
@@ -170,12 +247,16 @@ class KvAwarePolicyTest {
 
     @Test
     void aPositiveTemperatureSamplesEveryWorkerWithTheCheapestMostOften() {
-        KvAwarePolicy policy = new KvAwarePolicy(new KvAwarePolicy.Settings(1.0, 0.8, 0.6, 0.3));
+        // T in the cost's units, as 0.1.17 has it: a cost 64 above the cheapest is drawn e^-1 times as often.
+        KvAwarePolicy policy = new KvAwarePolicy(new KvAwarePolicy.Settings(64.0, 0.8, 0.6, 0.3));
         Map<String, Integer> counts = new HashMap<>();
         for (int i = 0; i < 3000; i++) {
             Known prefix = new Known(100);
             prefix.credit.put("http://b:1", 64);
-            counts.merge(select(policy, prefix).url(), 1, Integer::sum);
+            RoutingRequest request = RoutingRequest.of(null, null, "").withPrefix(prefix);
+            Worker chosen = policy.select(workers, request);
+            policy.answerStarted(chosen, request);
+            counts.merge(chosen.url(), 1, Integer::sum);
         }
         assertEquals(3, counts.size(), counts.toString());
         assertTrue(counts.get("http://b:1") > counts.get("http://a:1") && counts.get("http://b:1") > counts.get("http://c:1"),

@@ -70,6 +70,8 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
     /** The client span of the current attempt's worker call. */
     private WorkerCallSpan call = WorkerCallSpan.NONE;
     private long relayedBytes;
+    /** The policy placed this attempt and has not yet heard that its worker began to answer. */
+    private boolean answerPending;
 
     /** Takes over {@code reply}, which holds the client's request, and {@code request}. */
     ProxyExchange(Proxy proxy, Reply reply, ProxiedRequest request) {
@@ -153,6 +155,7 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
         Worker chosen = request.policy.select(candidates, request.routing);
         if (chosen != null) {
             proxy.calls.selected(request.policy, chosen);
+            answerPending = true;
         }
         return chosen;
     }
@@ -225,6 +228,9 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
         }
         if (part instanceof HttpContent content) {
             if (relaying) {
+                if (content.content().isReadable()) {
+                    answerStarted(worker);
+                }
                 relayedBytes += content.content().readableBytes();
                 if (usage != null) {
                     usage.scan(content.content());
@@ -408,7 +414,16 @@ final class ProxyExchange extends RequestDeadlines.Timed implements BackendHandl
         Worker w = worker;
         if (w != null) {
             worker = null;
+            answerStarted(w);
             proxy.calls.ended(w, request.policy, success);
+        }
+    }
+
+    /** Tells the policy, once per attempt it placed, that {@code w} began to answer (or the call ended first). */
+    private void answerStarted(Worker w) {
+        if (answerPending) {
+            answerPending = false;
+            request.policy.answerStarted(w, request.routing);
         }
     }
 

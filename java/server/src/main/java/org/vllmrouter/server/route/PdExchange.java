@@ -112,6 +112,10 @@ final class PdExchange implements FrontendHandler.Exchange {
         Worker decode = prefill == null ? null
                 : decodePolicy.select(decodes, routing.withPrefix(PrefixResidency.UNKNOWN));
         if (prefill == null || decode == null) {
+            if (prefill != null) {
+                // No call will be made: the prompt placed on the prefill worker waits there no more.
+                prefillPolicy.answerStarted(prefill, routing);
+            }
             return null;
         }
         pd.calls.selected(prefillPolicy, prefill);
@@ -129,6 +133,7 @@ final class PdExchange implements FrontendHandler.Exchange {
             original = PdBodies.parseObject(ByteBufUtil.getBytes(reply.request().content()));
             prefillBody = PdBodies.prefillBody(original.deepCopy(), route.equals("/inference/v1/generate"));
         } catch (IOException e) {
+            pd.policies.prefillPolicy().answerStarted(pair.prefill, routing);
             failBeforeDecode(Responses.jsonError(reply.alloc(), HttpResponseStatus.BAD_REQUEST,
                     "Invalid JSON body: " + e.getMessage()));
             return;
@@ -231,6 +236,8 @@ final class PdExchange implements FrontendHandler.Exchange {
         } else {
             success = pd.calls.answered(worker, answer.status());
         }
+        // A one-shot stage answers all at once: its prompt has been computed by the time the call ends.
+        policy.answerStarted(worker, routing);
         pd.calls.ended(worker, policy, success);
         return success;
     }
