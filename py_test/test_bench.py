@@ -193,7 +193,8 @@ def test_a_malformed_trace_line_stops_a_live_rollout_before_it_starts(engine_jar
     assert run.stderr.count("\n") == 1
 
 
-RUST_PYTHON = Path.home() / ".cache" / "vllm-router" / "rust-router-0.1.17" / "bin" / "python"
+RUST_PYTHON = (Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+               / "vllm-router" / "rust-router-0.1.17" / "bin" / "python")
 needs_rust = pytest.mark.skipif(not RUST_PYTHON.exists(),
                                 reason=f"upstream's Rust router 0.1.17 is not installed at {RUST_PYTHON}")
 
