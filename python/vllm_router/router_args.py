@@ -435,7 +435,7 @@ class RouterArgs:
         parser.add_argument(f"--{p}sticky-balanced-move-kv-usage", type=float,
                             default=RouterArgs.sticky_balanced_move_kv_usage,
                             help="sticky_balanced: moves leave only a worker whose last /metrics sample shows "
-                                 "queued requests or a KV cache usage at least this high, 0.0-1.0")
+                                 "a KV cache usage at least this high, 0.0-1.0")
         parser.add_argument(f"--{p}sticky-balanced-tool-hold-secs", type=float,
                             default=RouterArgs.sticky_balanced_tool_hold_secs,
                             help="sticky_balanced: after a session's turn ends, its prompt stays counted on its "

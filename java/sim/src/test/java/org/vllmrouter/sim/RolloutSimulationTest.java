@@ -49,6 +49,19 @@ class RolloutSimulationTest {
     }
 
     @Test
+    void atLowPressureStickyBalancedMovesNoSessionAndRecomputesNoMoreThanStickyLeastLoaded() {
+        PreparedWorkload batch = PreparedWorkload.of(Workload.generate(WorkloadShape.of(128, 8), 1),
+                CostConstants.LLAMA_8B_H100);
+        RolloutSimulation balanced = new RolloutSimulation(batch, "sticky_balanced", 16, Pressure.LOW);
+        SimulationResult balancedResult = balanced.run();
+        SimulationResult sticky = new RolloutSimulation(batch, "sticky_least_loaded", 16, Pressure.LOW).run();
+        assertEquals(0, balanced.trajectories().stream().mapToInt(TrajectoryRecord::workerChanges).sum(),
+                "the start's prefill burst queues requests with every cache mostly free");
+        assertTrue(balancedResult.recomputedTokens() <= sticky.recomputedTokens(),
+                balancedResult.recomputedTokens() + " vs " + sticky.recomputedTokens());
+    }
+
+    @Test
     void kvAwareIsToldWhatEachWorkerHolds() {
         SimulationResult kvAware = run("kv_aware", Pressure.LOW);
         SimulationResult roundRobin = run("round_robin", Pressure.LOW);

@@ -32,7 +32,8 @@ import org.vllmrouter.core.worker.Worker;
  *
  * <p>A bound session moves (besides when its worker stops being a candidate) only when the move pays for itself: when
  * its worker's projected load, without it, exceeds the least loaded candidate's by more than {@code moveMargin} times
- * its context, the tokens the new worker must prefill again. Late in a rollout batch most sessions have ended and the
+ * its context, the tokens the new worker must prefill again, and its worker's engine reports at least {@code
+ * moveKvUsage} of its KV cache in use. Late in a rollout batch most sessions have ended and the
  * long ones left are bound wherever the start put them; this lets them leave a crowded worker, whose cache would
  * evict their context between turns anyway. Each move counts as a re-bound session and in the session's worker
  * changes.
@@ -58,8 +59,8 @@ public final class StickyBalancedPolicy implements LoadBalancingPolicy {
      * @param groupSeparator a session's group is its id up to the last occurrence of this; empty: no groups
      * @param moveMargin how far (in multiples of a bound session's context) its worker's projected load must exceed the
      *     least one's for the session to move there; 0: never moves
-     * @param moveKvUsage moves leave only a worker whose engine reported queued requests or a KV cache usage (0 to 1)
-     *     at least this high in its last fresh sample
+     * @param moveKvUsage moves leave only a worker whose engine reported a KV cache usage (0 to 1) at least this high
+     *     in its last fresh sample
      * @param toolHold how long a session's prompt stays counted in flight on its worker after its turn ends, unless
      *     its next turn or its release comes first; zero: no hold
      * @param groupByKv a new session's group home is the worker whose KV cache holds the most of its prompt, as the
@@ -373,12 +374,14 @@ public final class StickyBalancedPolicy implements LoadBalancingPolicy {
     }
 
     /**
-     * Whether a worker's engine says its cache is contended: requests queued, or running ones holding at least
-     * {@code moveKvUsage} of the cache. Below that its idle sessions' contexts stay cached between turns and a move
-     * would only trade their hits for re-prefill; with no fresh sample nothing says so, and nothing moves.
+     * Whether a worker's engine says its cache is contended: running requests hold at least {@code moveKvUsage} of
+     * it. Below that its idle sessions' contexts stay cached between turns and a move would only trade their hits for
+     * re-prefill. A queue alone does not count: with the cache that free, requests wait for the step's token budget
+     * or the batch's size (many prompts arriving at once), which drains in a few steps, while a move's re-prefill is
+     * paid for good. With no fresh sample nothing says so, and nothing moves.
      */
     private boolean underPressure(LiveLoad.Sample s) {
-        return s != null && (s.waiting() > 0 || s.kvCacheUsage() >= settings.moveKvUsage());
+        return s != null && s.kvCacheUsage() >= settings.moveKvUsage();
     }
 
     /** A placement's request counts in flight in the same atomic step, so the next placement sees it. */

@@ -189,9 +189,21 @@ class StickyBalancedPolicyTest {
         assertSame(a, complete(p, two, "small", 1_000), "no sample: nothing says the cache is contended");
         p.readLiveLoad(CONTENDED);
         assertSame(a, complete(p, two, "small", 1_000), "60% in use, below 70%");
-        p.readLiveLoad(url -> url.equals(a.baseUrl()) ? new LiveLoad.Sample(1, 4, 0.1) : null);
-        assertSame(b, complete(p, two, "small", 1_000), "a queue is contention at any usage");
+        p.readLiveLoad(url -> url.equals(a.baseUrl()) ? new LiveLoad.Sample(0, 4, 0.8) : null);
+        assertSame(b, complete(p, two, "small", 1_000), "80% in use");
         assertEquals(1, table.stats().rebound());
+    }
+
+    @Test
+    void aQueueOnAWorkerWithItsCacheFreeMovesNothing() {
+        StickyBalancedPolicy p = new StickyBalancedPolicy(table, new StickyBalancedPolicy.Settings(0, "", 2.0, 0.5, Duration.ZERO, false));
+        List<Worker> two = List.of(a, b);
+        complete(p, List.of(a), "big", 30_000);
+        assertSame(a, complete(p, List.of(a), "small", 1_000));
+        p.readLiveLoad(url -> url.equals(a.baseUrl()) ? new LiveLoad.Sample(8, 4, 0.1) : null);
+        assertSame(a, complete(p, two, "small", 1_000), "a burst queued at 10% in use: the context stays cached");
+        assertEquals(0, table.stats().rebound());
+        assertEquals(0, p.trajectory("small").workerChanges());
     }
 
     private StickyBalancedPolicy holding(Duration hold) {
