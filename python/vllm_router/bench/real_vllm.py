@@ -3,8 +3,8 @@ and tiny model, started as py_test/real_vllm/vllm_process.py starts them with `b
 through their own routes, and the simulator calibrated against them.
 
 Calibration measures one idle worker: its decode time per token (vLLM's inter-token latency of one
-sequence) and its prefill rate (prompt tokens computed over vLLM's prefill time, for one long
-prompt nothing of which is cached), and reads its KV capacity (blocks x block tokens) from
+sequence) and its prefill rate (prompt tokens computed over vLLM's prefill time, for long
+prompts nothing of which is cached), and reads its KV capacity (blocks x block tokens) from
 `vllm:cache_config_info`. `simulate` then runs the same workload on as many modelled workers with
 those figures (`--decode-secs-per-token`, `--prefill-tokens-per-sec`, `--block-tokens`,
 `--kv-tokens-per-worker`, and its scheduler's step budget and running limit from GET /server_info),
