@@ -155,7 +155,7 @@ public final class LiveRollout {
                 .build();
         if (turn.abandoned()) {
             return client.sendAsync(request, HttpResponse.BodyHandlers.ofPublisher()).thenCompose(r -> {
-                LeaveAfter reader = new LeaveAfter(turn.outputTokens());
+                LeaveAfter reader = new LeaveAfter(turn.outputTokens(), target.realVllm());
                 r.body().subscribe(reader);
                 return r.statusCode() == 200 ? reader.left : reader.left.thenApply(left -> false);
             });
@@ -179,17 +179,20 @@ public final class LiveRollout {
 
     /**
      * Reads an SSE completion line by line and cancels it (the client closes its connection) once {@code tokens} have
-     * arrived; {@link #left} completes then, or when the stream ends first.
+     * arrived; {@link #left} completes then, or when the stream ends first. A mock worker's token is one character; a
+     * real vLLM's is one frame (it streams a frame per token, of however many characters).
      */
     private static final class LeaveAfter implements Flow.Subscriber<List<ByteBuffer>> {
         final CompletableFuture<Boolean> left = new CompletableFuture<>();
         private final int tokens;
+        private final boolean framePerToken;
         private final ByteArrayOutputStream line = new ByteArrayOutputStream();
         private int received;
         private Flow.Subscription subscription;
 
-        LeaveAfter(int tokens) {
+        LeaveAfter(int tokens, boolean framePerToken) {
             this.tokens = tokens;
+            this.framePerToken = framePerToken;
         }
 
         @Override
@@ -219,7 +222,7 @@ public final class LiveRollout {
             }
             try {
                 String piece = JSON.readTree(text.substring(6)).path("choices").path(0).path("text").asText("");
-                received += piece.codePointCount(0, piece.length());
+                received += framePerToken ? 1 : piece.codePointCount(0, piece.length());
             } catch (IOException e) {
                 return;
             }
