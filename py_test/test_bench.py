@@ -114,7 +114,7 @@ def test_an_unknown_command_is_one_line():
 
 TINY = ["--workers", "2", "--groups", "2", "--samples", "2", "--time-scale", "0.05"]
 RESULT_KEYS = {"policy", "pressure", "workers", "kv_blocks_per_worker", "makespan_s", "group_latency_s",
-               "trajectory_latency_s", "prefix_hit_rate", "recomputed_tokens", "imbalance", "preemptions",
+               "trajectory_latency_s", "turn_latency_s", "prefix_hit_rate", "recomputed_tokens", "imbalance", "preemptions",
                "turns", "errors"}
 
 
@@ -277,3 +277,70 @@ def test_a_malformed_trace_line_stops_the_run_before_any_router_starts(engine_ja
     assert run.returncode == 2
     assert run.stderr.startswith(f"python -m vllm_router.bench rollout: {trace}: trace line 1: ")
     assert not started.exists()
+
+
+def tiny_trace(path: Path) -> Path:
+    """Two trajectories of one group, two turns each, a tenth of a second apart."""
+    lines = [{"session_id": f"task00000_{s}", "turn": k, "delay_s": 0.0 if k == 0 else 0.1, "system_tokens": 128,
+              "task_tokens": 64, "prompt_tokens": 192 + 48 * k, "output_tokens": 16, "abandoned": False}
+             for s in range(2) for k in range(2)]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def test_the_real_vllm_arm_runs_every_arm_on_the_workers_it_is_given(engine_jar, tmp_path):
+    """The arm's plumbing on mock workers that answer the routes it reads of a vLLM (its cache
+    config and prefix-cache counters in /metrics, /v1/models, POST /reset_prefix_cache)."""
+    from vllm_router.mock_workers import MockWorkers
+
+    with MockWorkers(2, {"engine-model": "true", "cache-blocks": "512", "kv-events": "true"}) as workers:
+        run = rollout("--worker-urls", ",".join(workers.urls), "--trace", str(tiny_trace(tmp_path / "t.jsonl")),
+                      "--policies", "sticky_least_loaded,round_robin", "--warm-up", "4", "--json")
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    assert report["worker_urls"] == workers.urls
+    assert [r["policy"] for r in report["results"]] == ["sticky_least_loaded", "round_robin"]
+    for r in report["results"]:
+        assert r["pressure"] == "real"
+        assert r["workers"] == 2
+        assert r["kv_blocks_per_worker"] == 512
+        assert (r["turns"], r["errors"]) == (4, 0)
+        assert 0 <= r["prefix_hit_rate"] <= 1 and 0 <= r["answered_hit_rate"] <= 1
+        assert 0 < r["turn_latency_s"]["p50"] <= r["turn_latency_s"]["p90"]
+
+
+def test_calibrating_needs_vllm_latency_histograms_and_says_so_in_one_line(engine_jar, tmp_path):
+    from vllm_router.mock_workers import MockWorkers
+
+    with MockWorkers(1, {"engine-model": "true", "cache-blocks": "4096"}) as workers:
+        run = rollout("--worker-urls", workers.urls[0], "--trace", str(tiny_trace(tmp_path / "t.jsonl")),
+                      "--policies", "round_robin", "--warm-up", "0", "--calibrate")
+    assert run.returncode == 1
+    assert run.stderr == (f"python -m vllm_router.bench rollout: {workers.urls[0]}: its /metrics did not count the "
+                          "probes' inter-token latency and prefill time (vLLM's vllm:inter_token_latency_seconds_count"
+                          " and vllm:request_prefill_time_seconds_sum); cannot calibrate\n")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--worker-urls", "http://127.0.0.1:9", "--time-scale", "0.1"],
+     "real vLLM workers run in real time: drop --time-scale (got 0.1)"),
+    (["--worker-urls", "http://127.0.0.1:9", "--pressure", "high"],
+     "real vLLM workers hold the KV cache they were started with: drop --pressure"),
+    (["--worker-urls", "http://127.0.0.1:9", "--workers", "3"], "--workers 3 but --worker-urls names 1"),
+    (["--model", "tiny-llama"], "--model is for real workers; give --worker-urls"),
+    (["--calibrate"], "--calibrate is for real workers; give --worker-urls"),
+])
+def test_bad_real_vllm_arm_input_is_one_line(engine_jar, args, message):
+    run = rollout(*args)
+    assert run.returncode == 2
+    assert run.stdout == ""
+    assert run.stderr == f"python -m vllm_router.bench rollout: {message}\n"
+
+
+def test_a_worker_url_that_is_not_vllm_is_one_line_before_any_traffic(engine_jar):
+    run = rollout("--worker-urls", "http://127.0.0.1:9", "--policies", "round_robin")
+    assert run.returncode == 2
+    assert run.stdout == ""
+    assert run.stderr.startswith("python -m vllm_router.bench rollout: http://127.0.0.1:9: not a vLLM answering "
+                                 "/metrics and /v1/models (")
+    assert run.stderr.count("\n") == 1

@@ -19,7 +19,6 @@ the worker that served it, so two routers' choices can be compared turn by turn.
 import argparse
 from http.client import HTTPConnection
 import json
-import os
 import random
 import statistics
 import sys
@@ -54,30 +53,9 @@ def snapshot(workers):
     return {name: [metric(t, name) for t in texts] for name in (HITS, QUERIES, FINISHED)}
 
 
-def group_memory_mib(pgid: int) -> tuple:
-    """(RSS, PSS) summed over every process in the process group, MiB. RSS counts the pages the
-    processes share (libraries) once per process, PSS splits them."""
-    rss = pss = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            if os.getpgid(int(entry)) != pgid:
-                continue
-            with open(f"/proc/{entry}/smaps_rollup") as f:
-                for line in f:
-                    if line.startswith("Rss:"):
-                        rss += int(line.split()[1])
-                    elif line.startswith("Pss:"):
-                        pss += int(line.split()[1])
-        except OSError:
-            continue
-    return rss / 1024, pss / 1024
-
-
 def print_memory(workers, when: str) -> None:
     for i, w in enumerate(workers):
-        rss, pss = group_memory_mib(w.process.pid)
+        rss, pss = vllm_process.group_memory_mib(w.process.pid)
         print(f"worker {i} {when}: RSS {rss:.0f} MiB, PSS {pss:.0f} MiB (API server, engine core, worker)")
 
 

@@ -29,9 +29,10 @@ def pytest_runtest_setup(item):
 
 @pytest.fixture(scope="session")
 def vllm_workers() -> List[vllm_process.VllmWorker]:
-    """WORKER_COUNT real vLLM workers on free loopback ports, stopped when the session ends."""
+    """WORKER_COUNT real vLLM workers on free loopback ports, stopped when the session ends; with
+    the routes the rollout bench's real-vLLM arm needs (its test runs on them too)."""
     try:
-        workers = vllm_process.start_all(WORKER_COUNT, Path(tempfile.mkdtemp(prefix="real-vllm-")))
+        workers = vllm_process.start_all(WORKER_COUNT, Path(tempfile.mkdtemp(prefix="real-vllm-")), bench=True)
     except RuntimeError as e:
         pytest.skip(str(e))
     try:

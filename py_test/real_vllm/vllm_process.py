@@ -81,9 +81,11 @@ def _terminate_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def start(log: Path, kv_blocks: int = KV_BLOCKS, core: int = 0) -> VllmWorker:
+def start(log: Path, kv_blocks: int = KV_BLOCKS, core: int = 0, bench: bool = False) -> VllmWorker:
     """One worker on free loopback ports: prefix caching, ZMQ KV events, the render routes; its
-    compute threads bound to `core` (left to itself, every worker binds the same first core)."""
+    compute threads bound to `core` (left to itself, every worker binds the same first core).
+    With `bench`, also vLLM's development routes (POST /reset_prefix_cache, so a bench empties
+    the caches between its runs on the same workers) and cached tokens in each answer's usage."""
     port, events_port, replay_port = free_port(), free_port(), free_port()
     kv_events = {"enable_kv_cache_events": True, "publisher": "zmq", "topic": "",
                  "endpoint": f"tcp://*:{events_port}", "replay_endpoint": f"tcp://*:{replay_port}"}
@@ -97,11 +99,13 @@ def start(log: Path, kv_blocks: int = KV_BLOCKS, core: int = 0) -> VllmWorker:
         "--num-gpu-blocks-override", str(kv_blocks),
         "--kv-events-config", json.dumps(kv_events),
         "--enable-scale-out",
+        *(["--enable-prompt-tokens-details"] if bench else []),
     ]
     # VLLM_HOST_IP keeps vLLM's own inter-process sockets on the loopback interface.
     env = dict(os.environ, VLLM_TARGET_DEVICE="cpu", VLLM_CPU_KVCACHE_SPACE="1",
                VLLM_CPU_OMP_THREADS_BIND=str(core), VLLM_HOST_IP="127.0.0.1",
-               VLLM_NO_USAGE_STATS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+               VLLM_NO_USAGE_STATS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+               **({"VLLM_SERVER_DEV_MODE": "1"} if bench else {}))
     with open(log, "wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env,
                                    stdin=subprocess.DEVNULL, start_new_session=True,
@@ -132,7 +136,7 @@ def wait_ready(workers: List[VllmWorker]) -> str:
     return f"vLLM worker not healthy within {START_TIMEOUT_SECS} s" if waiting else ""
 
 
-def start_all(count: int, log_dir: Path, kv_blocks: int = KV_BLOCKS) -> List[VllmWorker]:
+def start_all(count: int, log_dir: Path, kv_blocks: int = KV_BLOCKS, bench: bool = False) -> List[VllmWorker]:
     """`count` workers started together; raises RuntimeError (one line) and stops them if any fails."""
     reason = setup_vllm.not_ready_reason()
     if reason:
@@ -141,12 +145,33 @@ def start_all(count: int, log_dir: Path, kv_blocks: int = KV_BLOCKS) -> List[Vll
     if missing:
         raise RuntimeError(f"this CPU lacks {', '.join(missing)}, which vLLM's CPU build needs")
     cores = sorted(os.sched_getaffinity(0))
-    workers = [start(log_dir / f"vllm-{i}.log", kv_blocks, cores[i % len(cores)]) for i in range(count)]
+    workers = [start(log_dir / f"vllm-{i}.log", kv_blocks, cores[i % len(cores)], bench) for i in range(count)]
     reason = wait_ready(workers)
     if reason:
         stop_all(workers)
         raise RuntimeError(reason)
     return workers
+
+
+def group_memory_mib(pgid: int) -> tuple:
+    """(RSS, PSS) summed over every process in the process group, MiB. RSS counts the pages the
+    processes share (libraries) once per process, PSS splits them."""
+    rss = pss = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.getpgid(int(entry)) != pgid:
+                continue
+            with open(f"/proc/{entry}/smaps_rollup") as f:
+                for line in f:
+                    if line.startswith("Rss:"):
+                        rss += int(line.split()[1])
+                    elif line.startswith("Pss:"):
+                        pss += int(line.split()[1])
+        except OSError:
+            continue
+    return rss / 1024, pss / 1024
 
 
 def stop_all(workers: List[VllmWorker]) -> None:

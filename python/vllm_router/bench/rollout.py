@@ -5,7 +5,13 @@ in front of them (this package's, or another vllm_router-compatible package's wi
 jar's `rollout` driver sending the batch over HTTP. Each policy gets fresh workers and a fresh
 router, so none inherits another's cache; the workers listen on the same ports in every run, so a
 hashing policy (consistent_hash's ring is built from the workers' URLs) places each session alike
-under both routers."""
+under both routers.
+
+With `--worker-urls`, the arms run on real vLLM workers already running instead (see
+vllm_router.bench.real_vllm): in real time, every arm on the same workers, their prefix caches
+emptied before each arm (vLLM's POST /reset_prefix_cache), the prompts words the tiny model reads
+one token each; the hit rate and preemptions are vLLM's own counters over the batch (the
+answers' cached tokens as `answered_hit_rate`), and the workers' KV blocks those they report."""
 
 import argparse
 import json
@@ -25,7 +31,7 @@ from ..bridge import EngineStartupError
 from ..bridge.engine_command import engine_class_path, engine_command
 from ..bridge.java_runtime import JavaNotFoundError, find_java
 from ..mock_workers import MockWorkers
-from . import report
+from . import real_vllm, report
 
 PROG = "python -m vllm_router.bench rollout"
 DEFAULT_PLOT = os.path.join("bench-output", "rollout.png")
@@ -55,15 +61,24 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--policies", default=None,
                    help="comma-separated (default: the engine's simulate default); with --router-python, "
                         "the policies of that router")
-    p.add_argument("--workers", default="8")
+    p.add_argument("--workers", default=None, help="mock workers (default: 8; with --worker-urls, as many as named)")
     p.add_argument("--groups", default=None, help=f"prompts in the batch (default: {DEFAULT_GROUPS})")
     p.add_argument("--samples", default=None, help=f"samples per prompt (default: {DEFAULT_SAMPLES})")
     p.add_argument("--pressure", default=None, help="low, moderate, high or a ratio; a list runs each")
     p.add_argument("--seed", default=None)
     p.add_argument("--abandon", default=None, help="share of trajectories abandoned mid-turn")
     p.add_argument("--trace", default=None, help="replay this JSONL trace instead of generating")
-    p.add_argument("--time-scale", type=float, default=DEFAULT_TIME_SCALE,
-                   help="wall seconds per modelled second (default: %(default)s)")
+    p.add_argument("--shape", default=None, help="default, or small (fits the real-vLLM tests' tiny model)")
+    p.add_argument("--time-scale", type=float, default=None,
+                   help=f"wall seconds per modelled second (default: {DEFAULT_TIME_SCALE}; 1 with --worker-urls)")
+    p.add_argument("--worker-urls", default=None, metavar="URL,...",
+                   help="run every arm on these real vLLM workers (started with vLLM's development routes and "
+                        "prompt token details, as examples/real_vllm/rollout_arm.py starts them) instead of mock workers")
+    p.add_argument("--calibrate", action="store_true",
+                   help="with --worker-urls: measure a worker's decode and prefill costs, simulate the same workload "
+                        "with them, and print each measured row beside its policy's simulated one")
+    p.add_argument("--model", default=None, help="with --worker-urls: the model to ask for (default: the workers' "
+                                                 "first in /v1/models)")
     p.add_argument("--warm-up", type=int, default=DEFAULT_WARM_UP, metavar="N",
                    help="turns sent through each router before the batch, each a session of its own, "
                         "finished (default: %(default)s)")
@@ -86,7 +101,7 @@ def workload_arguments(o: argparse.Namespace, policies: Optional[str]) -> List[s
     pairs = [("--policies", policies), ("--workers", o.workers), ("--pressure", o.pressure),
              ("--groups", o.groups if o.groups or not generated else DEFAULT_GROUPS),
              ("--samples", o.samples if o.samples or not generated else DEFAULT_SAMPLES),
-             ("--seed", o.seed), ("--abandon", o.abandon), ("--trace", o.trace)]
+             ("--seed", o.seed), ("--abandon", o.abandon), ("--trace", o.trace), ("--shape", o.shape)]
     return [a for name, value in pairs if value is not None for a in (name, value)]
 
 
@@ -187,7 +202,7 @@ def our_router(policy: str, worker_urls: List[str]) -> Iterator[str]:
 
 
 @contextmanager
-def other_router(python: str, policy: str, worker_urls: List[str]) -> Iterator[str]:
+def other_router(python: str, policy: str, worker_urls: List[str], extra: Sequence[str] = ()) -> Iterator[str]:
     """`python -m vllm_router.launch_router` on a free port, once its /readiness answers 200 (it
     has a healthy worker; upstream's Rust router binds its port only after its workers' first
     health check, and probes them every second here rather than its default 30)."""
@@ -195,7 +210,7 @@ def other_router(python: str, policy: str, worker_urls: List[str]) -> Iterator[s
     process = subprocess.Popen([python, "-m", "vllm_router.launch_router", "--host", "127.0.0.1", "--port",
                                 str(port), "--policy", policy, "--worker-urls", *worker_urls,
                                 "--worker-startup-check-interval", "1",
-                                "--prometheus-port", str(free_port()), "--log-level", "warning"],
+                                "--prometheus-port", str(free_port()), "--log-level", "warning", *extra],
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=foreign_env())
     url = f"http://127.0.0.1:{port}"
     try:
@@ -242,7 +257,29 @@ def run_arm(arm: Arm, pressure: str, blocks: int, ports: List[int], o: argparse.
     return json.loads(done.stdout)["results"][0]
 
 
-def warm_up(router: str, turns: int) -> None:
+def run_real_arm(arm: Arm, workers: "real_vllm.RealWorkers", o: argparse.Namespace, arguments: List[str],
+                 progress: bool) -> dict:
+    """One arm on the real workers: caches emptied, a fresh router, the warm-up, then the batch
+    between two snapshots of vLLM's counters."""
+    workers.reset_prefix_caches()
+    extra = workers.kv_event_sources() if arm.python and arm.policy == "kv_aware" else []
+    router = (other_router(arm.python, arm.policy, workers.urls, extra) if arm.python
+              else our_router(arm.policy, workers.urls))
+    with router as url:
+        warm_up(url, o.warm_up, workers.model)
+        before = workers.counters()
+        command = driver([*arguments, "--label", arm.label, "--router", url, "--worker-urls", ",".join(workers.urls),
+                          "--time-scale", "1", "--real-vllm", "--model", workers.model,
+                          *(["--progress"] if progress else [])])
+        done = subprocess.run(command, stdout=subprocess.PIPE, text=True)
+        after = workers.counters()
+    if done.returncode != 0:
+        raise RuntimeError(f"the driver failed for {arm.label} on the real workers (status {done.returncode})")
+    result = json.loads(done.stdout)["results"][0]
+    return real_vllm.with_counters(result, before, after, workers.kv_blocks)
+
+
+def warm_up(router: str, turns: int, model: str = "mock") -> None:
     """Sends `turns` one-token turns through the router, each in a session it then finishes. A
     router on the JVM runs its first requests interpreted, and the batch opens with every
     trajectory's first turn at once: unwarmed, that start costs our router seconds of wall time,
@@ -252,7 +289,7 @@ def warm_up(router: str, turns: int) -> None:
     def turn(i: int) -> None:
         session = f"warmup_{i}"
         request = urllib.request.Request(router + "/v1/completions", data=json.dumps(
-            {"model": "mock", "prompt": f"warm-up {i}", "max_tokens": 1}).encode(),
+            {"model": model, "prompt": f"warm-up {i}", "max_tokens": 1}).encode(),
             headers={"Content-Type": "application/json", "X-Session-ID": session})
         with urllib.request.urlopen(request, timeout=60) as answer:
             answer.read()
@@ -269,6 +306,28 @@ class Prepared:
 
     def __init__(self, argv: Sequence[str]):
         self.options = o = parser().parse_args(list(argv))
+        self.real = None
+        if o.worker_urls is not None:
+            if o.time_scale not in (None, 1):
+                raise BadInput(f"real vLLM workers run in real time: drop --time-scale (got {o.time_scale:g})")
+            if o.pressure is not None:
+                raise BadInput("real vLLM workers hold the KV cache they were started with: drop --pressure")
+            urls = [u.rstrip("/") for u in o.worker_urls.split(",") if u]
+            if o.workers not in (None, str(len(urls))):
+                raise BadInput(f"--workers {o.workers} but --worker-urls names {len(urls)}")
+            o.workers = str(len(urls))
+            try:
+                self.real = real_vllm.RealWorkers.connect(urls, o.model)
+            except real_vllm.NotRealVllm as e:
+                raise BadInput(str(e)) from None
+            o.time_scale = 1.0
+        elif o.model is not None or o.calibrate:
+            raise BadInput(f"{'--model' if o.model is not None else '--calibrate'} is for real workers; "
+                           f"give --worker-urls")
+        if o.workers is None:
+            o.workers = "8"
+        if o.time_scale is None:
+            o.time_scale = DEFAULT_TIME_SCALE
         if not (o.time_scale > 0):
             raise BadInput(f"--time-scale must be > 0, got {o.time_scale}")
         if o.warm_up < 0:
@@ -299,6 +358,15 @@ class Prepared:
         """Every arm at every pressure, live, on worker ports fixed for the whole run;
         `{"workload", "worker_ports", "results"}` as `simulate --json` prints it, each result with
         every group's latency. RuntimeError when a run fails."""
+        if self.real is not None:
+            # Calibrated first, on workers nothing else runs on yet.
+            calibration = real_vllm.calibrate(self.real) if self.options.calibrate else None
+            outcome = {"workload": self.blueprint["workload"], "worker_urls": self.real.urls,
+                       "results": [run_real_arm(arm, self.real, self.options, self.workload_arguments, progress)
+                                   for arm in self.arms]}
+            if calibration is not None:
+                outcome.update(calibration=calibration._asdict(), simulated=self.simulated(calibration))
+            return outcome
         ports = stable_ports(int(self.options.workers))
         results = []
         for pressure, blocks in self.blueprint["kv_blocks_per_worker"].items():
@@ -306,6 +374,16 @@ class Prepared:
                 results.append(run_arm(arm, pressure, blocks, ports, self.options, self.workload_arguments,
                                        progress))
         return {"workload": self.blueprint["workload"], "worker_ports": ports, "results": results}
+
+
+    def simulated(self, calibration: "real_vllm.Calibration") -> List[dict]:
+        """`simulate` of the same workload and worker count with the workers' measured costs, for
+        the policies of this package's arms (the other router's when it has none)."""
+        ours = [arm.policy for arm in self.arms if arm.python is None] or [arm.policy for arm in self.arms]
+        command = engine_command(find_java(), engine_class_path(), [
+            "simulate", *workload_arguments(self.options, ",".join(dict.fromkeys(ours))), "--json",
+            *calibration.simulate_flags()])
+        return real_vllm.simulated(command)
 
 
 def prepare(argv: Sequence[str]) -> Prepared:
@@ -334,10 +412,15 @@ def rollout(argv: Sequence[str]) -> int:
         return 0
     router = (f"{o.router_python} -m vllm_router.launch_router" + (" and this package's router" if o.ours else "")
               if o.router_python else "this package's router")
-    print(report.table(outcome, int(o.workers),
-                       f"latencies in model seconds (wall seconds / time scale {o.time_scale:g}); "
-                       f"{router}; {time.monotonic() - started:.0f} s wall"), end="")
-    show_plot(outcome, o.plot, f"Live rollout over {o.workers} engine-model mock workers")
+    clock = ("latencies in wall seconds, real vLLM workers; hit% from vLLM's prefix-cache counters"
+             if prepared.real else f"latencies in model seconds (wall seconds / time scale {o.time_scale:g})")
+    print(report.table(outcome, int(o.workers), f"{clock}; {router}; {time.monotonic() - started:.0f} s wall"),
+          end="")
+    if "simulated" in outcome:
+        print(real_vllm.comparison(outcome["results"], outcome["simulated"],
+                                   real_vllm.Calibration(**outcome["calibration"])), end="")
+    show_plot(outcome, o.plot, f"Live rollout over {o.workers} " +
+              ("real vLLM workers" if prepared.real else "engine-model mock workers"))
     return 0
 
 

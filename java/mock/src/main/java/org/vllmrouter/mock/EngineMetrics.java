@@ -16,10 +16,13 @@ final class EngineMetrics {
         String labels = "{model_name=\"" + worker.knobs().model().replace("\\", "\\\\").replace("\"", "\\\"") + "\"}";
         StringBuilder sb = new StringBuilder();
         ModelEngine engine = worker.engine();
-        // As vLLM 0.32 reports its cache's block size, where a router that finds no /get_server_info reads it.
+        // As vLLM 0.32 reports its cache's block size (where a router that finds no /get_server_info reads it) and
+        // its KV blocks (where the rollout bench's real-vLLM arm reads the workers' capacity).
         sb.append("# TYPE vllm:cache_config_info gauge\nvllm:cache_config_info{block_size=\"")
                 .append(engine == null ? worker.knobs().blockSize() : engine.blockSize())
-                .append("\",cache_dtype=\"auto\",enable_prefix_caching=\"True\"} 1.0\n");
+                .append("\",cache_dtype=\"auto\",enable_prefix_caching=\"True\",num_gpu_blocks=\"")
+                .append(engine == null ? worker.knobs().cacheBlocks() : engine.capacityTokens() / engine.blockSize())
+                .append("\"} 1.0\n");
         if (engine == null) {
             double usage = worker.knobs().cacheBlocks() == 0 ? 0
                     : (double) worker.cacheBlocks() / worker.knobs().cacheBlocks();

@@ -15,6 +15,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -38,15 +39,18 @@ import org.vllmrouter.mock.rollout.Workload;
  *
  * <p>Times are measured on the wall clock and reported in model seconds (divided by the workers' time scale), so a
  * live result reads like a simulated one. The prefix hit rate comes from the answers' {@code cached_tokens}; busy
- * time, preemptions and recomputed tokens from the mock workers' {@code GET /engine_stats}.
+ * time, preemptions and recomputed tokens from the mock workers' {@code GET /engine_stats}. Against real vLLM
+ * ({@link Target#realVllm}) the prompts are words its model reads one token each ({@link PromptContent#words}), every
+ * turn generates its full output ({@code ignore_eos}: a random-weight model may sample its end token anywhere), and
+ * there are no engine stats to read (those figures are 0; the caller reads vLLM's own {@code /metrics}).
  */
 public final class LiveRollout {
     private static final ObjectMapper JSON = new ObjectMapper();
     /** A turn not answered in this long (wall time) counts as an error. */
     private static final Duration TURN_TIMEOUT = Duration.ofMinutes(10);
 
-    /** Where and how: the router, the mock workers behind it (for their stats), and their time scale. */
-    public record Target(URI router, List<URI> workers, double timeScale, String model) {
+    /** Where and how: the router, the workers behind it (for their stats), their time scale, and what they are. */
+    public record Target(URI router, List<URI> workers, double timeScale, String model, boolean realVllm) {
         public Target {
             if (!(timeScale > 0) || Double.isInfinite(timeScale)) {
                 throw new IllegalArgumentException("--time-scale must be > 0, got " + timeScale);
@@ -73,6 +77,7 @@ public final class LiveRollout {
     private final AtomicLong promptTokens = new AtomicLong();
     private final AtomicLong cachedTokens = new AtomicLong();
     private final AtomicInteger done = new AtomicInteger();
+    private final List<Double> turnLatencies = Collections.synchronizedList(new ArrayList<>());
 
     public LiveRollout(Workload workload, Target target) {
         this.workload = workload;
@@ -108,7 +113,11 @@ public final class LiveRollout {
                         run.start = System.nanoTime();
                     }
                     turns.incrementAndGet();
-                    return send(run.trajectory, turn);
+                    long sent = System.nanoTime();
+                    return send(run.trajectory, turn).thenApply(answered -> {
+                        turnLatencies.add((System.nanoTime() - sent) / (target.timeScale() * 1e9));
+                        return answered;
+                    });
                 })
                 .exceptionally(e -> false)
                 .thenCompose(answered -> {
@@ -127,8 +136,12 @@ public final class LiveRollout {
     private CompletableFuture<Boolean> send(Trajectory t, Turn turn) {
         ObjectNode body = JSON.createObjectNode();
         body.put("model", target.model());
-        body.put("prompt", PromptContent.text(t, turn.promptTokens()));
+        body.put("prompt", target.realVllm() ? PromptContent.words(t, turn.promptTokens())
+                : PromptContent.text(t, turn.promptTokens()));
         body.put("temperature", 0);
+        if (target.realVllm()) {
+            body.put("ignore_eos", true);
+        }
         // An abandoned turn's full length is unknown: the client leaves after its tokens, well before this.
         body.put("max_tokens", turn.abandoned() ? 2 * turn.outputTokens() + 256 : turn.outputTokens());
         if (turn.abandoned()) {
@@ -142,7 +155,7 @@ public final class LiveRollout {
                 .build();
         if (turn.abandoned()) {
             return client.sendAsync(request, HttpResponse.BodyHandlers.ofPublisher()).thenCompose(r -> {
-                LeaveAfter reader = new LeaveAfter(turn.outputTokens());
+                LeaveAfter reader = new LeaveAfter(turn.outputTokens(), target.realVllm());
                 r.body().subscribe(reader);
                 return r.statusCode() == 200 ? reader.left : reader.left.thenApply(left -> false);
             });
@@ -166,17 +179,20 @@ public final class LiveRollout {
 
     /**
      * Reads an SSE completion line by line and cancels it (the client closes its connection) once {@code tokens} have
-     * arrived; {@link #left} completes then, or when the stream ends first.
+     * arrived; {@link #left} completes then, or when the stream ends first. A mock worker's token is one character; a
+     * real vLLM's is one frame (it streams a frame per token, of however many characters).
      */
     private static final class LeaveAfter implements Flow.Subscriber<List<ByteBuffer>> {
         final CompletableFuture<Boolean> left = new CompletableFuture<>();
         private final int tokens;
+        private final boolean framePerToken;
         private final ByteArrayOutputStream line = new ByteArrayOutputStream();
         private int received;
         private Flow.Subscription subscription;
 
-        LeaveAfter(int tokens) {
+        LeaveAfter(int tokens, boolean framePerToken) {
             this.tokens = tokens;
+            this.framePerToken = framePerToken;
         }
 
         @Override
@@ -206,7 +222,7 @@ public final class LiveRollout {
             }
             try {
                 String piece = JSON.readTree(text.substring(6)).path("choices").path(0).path("text").asText("");
-                received += piece.codePointCount(0, piece.length());
+                received += framePerToken ? 1 : piece.codePointCount(0, piece.length());
             } catch (IOException e) {
                 return;
             }
@@ -263,7 +279,7 @@ public final class LiveRollout {
         double busy = 0;
         long recomputed = 0;
         long preemptions = 0;
-        for (URI worker : target.workers()) {
+        for (URI worker : target.realVllm() ? List.<URI>of() : target.workers()) {
             JsonNode stats = engineStats(worker);
             double seconds = stats.path("busy_seconds").asDouble();
             busiest = Math.max(busiest, seconds);
@@ -275,8 +291,13 @@ public final class LiveRollout {
         long prompt = promptTokens.get();
         Percentiles groups = new Percentiles(groupLatency);
         Percentiles trajectories = new Percentiles(trajectoryLatency);
+        Percentiles turnLatency;
+        synchronized (turnLatencies) {
+            turnLatency = new Percentiles(turnLatencies.stream().mapToDouble(Double::doubleValue).toArray());
+        }
         return new SimulationResult(policy, pressure, target.workers().size(), kvBlocksPerWorker, makespan,
                 groups.at(50), groups.at(90), groups.max(), trajectories.at(50), trajectories.at(90),
+                turnLatency.at(50), turnLatency.at(90),
                 prompt == 0 ? 0 : (double) cachedTokens.get() / prompt, recomputed,
                 meanBusy == 0 ? 0 : busiest / meanBusy, preemptions, turns.get(), errors.get(),
                 Arrays.stream(groupLatency).boxed().toList());

@@ -22,6 +22,9 @@ final class ResultJson {
         ObjectNode trajectory = o.putObject("trajectory_latency_s");
         trajectory.put("p50", round(r.trajectoryP50()));
         trajectory.put("p90", round(r.trajectoryP90()));
+        ObjectNode turn = o.putObject("turn_latency_s");
+        turn.put("p50", round(r.turnP50()));
+        turn.put("p90", round(r.turnP90()));
         o.put("prefix_hit_rate", Math.round(r.prefixHitRate() * 10000) / 10000.0);
         o.put("recomputed_tokens", r.recomputedTokens());
         o.put("imbalance", Math.round(r.imbalance() * 1000) / 1000.0);

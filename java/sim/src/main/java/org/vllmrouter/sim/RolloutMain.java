@@ -51,6 +51,10 @@ public final class RolloutMain implements Callable<Integer> {
     @Option(names = "--model", description = "The model name in each request (default: mock).")
     private String model = "mock";
 
+    @Option(names = "--real-vllm",
+            description = "The workers are real vLLM serving the real-vLLM tests' tiny model, not engine-model mocks.")
+    private boolean realVllm;
+
     @Option(names = "--label", paramLabel = "NAME",
             description = "The row's name (default: its one policy); the router, not the driver, routes.")
     private String label;
@@ -111,7 +115,7 @@ public final class RolloutMain implements Callable<Integer> {
         }
         LiveRollout.Target target;
         try {
-            target = new LiveRollout.Target(router, workerUrls, timeScale, model);
+            target = new LiveRollout.Target(router, workerUrls, timeScale, model, realVllm);
         } catch (IllegalArgumentException e) {
             throw new BadInput(e.getMessage());
         }

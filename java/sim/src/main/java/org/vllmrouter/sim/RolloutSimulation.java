@@ -108,6 +108,7 @@ public final class RolloutSimulation {
     private final ScrapedLoad scraped;
     private final PriorityQueue<Event> events = new PriorityQueue<>();
     private final List<Run> runs = new ArrayList<>();
+    private final List<Double> turnLatencies = new ArrayList<>();
     private long order;
     private double now;
     private int open;
@@ -335,6 +336,7 @@ public final class RolloutSimulation {
             run.queueWait += run.scheduled - run.arrived;
             run.prefill += run.firstToken - run.scheduled;
             run.decode += now - run.firstToken;
+            turnLatencies.add(now - run.arrived);
             run.preemptions += done.preemptions();
             worker.decrementLoad();
             policy.onComplete(worker, !turn.abandoned());
@@ -420,8 +422,10 @@ public final class RolloutSimulation {
         double meanBusy = busy / engines.length;
         Percentiles groups = new Percentiles(groupLatency);
         Percentiles trajectories = new Percentiles(trajectoryLatency);
+        Percentiles turnLatency = new Percentiles(turnLatencies.stream().mapToDouble(Double::doubleValue).toArray());
         return new SimulationResult(policyName, pressure.name(), engines.length, blocksPerWorker, makespan,
                 groups.at(50), groups.at(90), groups.max(), trajectories.at(50), trajectories.at(90),
+                turnLatency.at(50), turnLatency.at(90),
                 prompt == 0 ? 0 : (double) hits / prompt, recomputed, meanBusy == 0 ? 0 : busiest / meanBusy,
                 preemptions, turns, errors,
                 Arrays.stream(groupLatency).boxed().toList());

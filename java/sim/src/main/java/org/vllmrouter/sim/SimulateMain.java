@@ -13,6 +13,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.Callable;
 import org.vllmrouter.core.policy.StickyBalancedPolicy;
 import org.vllmrouter.mock.rollout.CostConstants;
@@ -36,6 +37,9 @@ public final class SimulateMain implements Callable<Integer> {
 
     @Mixin
     private WorkloadOptions options = new WorkloadOptions();
+
+    @Mixin
+    private CostOptions cost = new CostOptions();
 
     @Option(names = "--workers", description = "Workers (default: 64).")
     private int workers = 64;
@@ -107,14 +111,19 @@ public final class SimulateMain implements Callable<Integer> {
         StickyBalancedPolicy.Settings stickyBalanced = new StickyBalancedPolicy.Settings(d.groupMargin(),
                 d.groupSeparator(), d.moveMargin(), d.moveKvUsage(), Duration.ofNanos(Math.round(toolHoldSecs * 1e9)),
                 groupByKv);
+        CostConstants costs = cost.costs();
         List<Pressure> levels = options.pressures();
         Workload workload = options.workload();
+        Optional<Pressure> fixed = cost.fixedCapacity(workload, workers, costs, options.pressureGiven());
+        if (fixed.isPresent()) {
+            levels = List.of(fixed.get());
+        }
         if (writeTrace != null) {
             try (Writer w = Files.newBufferedWriter(writeTrace, StandardCharsets.UTF_8)) {
                 Trace.write(workload, w);
             }
         }
-        PreparedWorkload prepared = PreparedWorkload.of(workload, CostConstants.LLAMA_8B_H100);
+        PreparedWorkload prepared = PreparedWorkload.of(workload, costs);
         List<SimulationResult> results = new ArrayList<>();
         int total = levels.size() * policies.size();
         try (Writer dump = trajectories == null ? null

@@ -35,7 +35,7 @@ final class WorkloadOptions {
 
     @Option(names = "--pressure", split = ",", paramLabel = "LEVEL",
             description = "KV pressure: low, moderate, high or a ratio; a list runs each (default: moderate).")
-    List<String> pressures = List.of("moderate");
+    List<String> pressures;
 
     @Option(names = "--seed", description = "Seed of the generated workload (default: 1); not with --trace.")
     Long seed;
@@ -46,6 +46,11 @@ final class WorkloadOptions {
 
     @Option(names = "--trace", paramLabel = "FILE", description = "Replay this JSONL trace instead of generating.")
     Path trace;
+
+    @Option(names = "--shape", paramLabel = "SHAPE",
+            description = "The generated trajectories' sizes: default, or small (fits the real-vLLM tests' tiny model);"
+                    + " not with --trace.")
+    String shape;
 
     /** The policies, each known to the engine. */
     List<String> policies() throws BadInput {
@@ -75,13 +80,17 @@ final class WorkloadOptions {
     List<Pressure> pressures() throws BadInput {
         List<Pressure> levels = new ArrayList<>();
         try {
-            for (String p : pressures) {
+            for (String p : pressures == null ? List.of("moderate") : pressures) {
                 levels.add(Pressure.parse(p));
             }
         } catch (IllegalArgumentException e) {
             throw new BadInput(e.getMessage());
         }
         return levels;
+    }
+
+    boolean pressureGiven() {
+        return pressures != null;
     }
 
     Workload workload() throws BadInput {
@@ -91,6 +100,7 @@ final class WorkloadOptions {
             addIf(samples != null, "--samples", generating);
             addIf(seed != null, "--seed", generating);
             addIf(abandon != null, "--abandon", generating);
+            addIf(shape != null, "--shape", generating);
             if (!generating.isEmpty()) {
                 throw new BadInput("--trace gives the workload; drop " + String.join(", ", generating));
             }
@@ -110,8 +120,13 @@ final class WorkloadOptions {
         if (s <= 0) {
             throw new BadInput("--samples must be > 0, got " + s);
         }
+        WorkloadShape sized = switch (shape == null ? "default" : shape) {
+            case "default" -> WorkloadShape.of(g, s);
+            case "small" -> WorkloadShape.small(g, s);
+            default -> throw new BadInput("--shape must be default or small, got '" + shape + "'");
+        };
         try {
-            return Workload.generate(WorkloadShape.of(g, s).withAbandonShare(abandon == null ? 0 : abandon), seed());
+            return Workload.generate(sized.withAbandonShare(abandon == null ? 0 : abandon), seed());
         } catch (IllegalArgumentException e) {
             throw new BadInput(e.getMessage());
         }
@@ -139,6 +154,7 @@ final class WorkloadOptions {
         w.put("abandoned", workload.trajectories().stream().filter(t -> t.abandoned()).count());
         w.put("working_set_tokens", workload.workingSetTokens());
         w.put("seed", trace == null ? seed() : null);
+        w.put("shape", trace == null ? (shape == null ? "default" : shape) : null);
         w.put("trace", trace == null ? null : trace.toString());
     }
 }

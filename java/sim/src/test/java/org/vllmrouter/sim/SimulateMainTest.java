@@ -51,6 +51,7 @@ class SimulateMainTest {
                 "prefix_hit_rate", "recomputed_tokens", "imbalance", "preemptions", "turns", "errors")), keys::toString);
         assertEquals(Set.of("p50", "p90", "max"), fieldNames(results.get(0).get("group_latency_s")));
         assertEquals(Set.of("p50", "p90"), fieldNames(results.get(0).get("trajectory_latency_s")));
+        assertEquals(Set.of("p50", "p90"), fieldNames(results.get(0).get("turn_latency_s")));
         assertEquals("round_robin", results.get(3).get("policy").asText());
         assertEquals("high", results.get(3).get("pressure").asText());
     }
@@ -177,6 +178,56 @@ class SimulateMainTest {
                 "simulate: --trace gives the workload; drop --groups, --seed");
         assertBad(simulate("--abandon", "1.5"), "simulate: abandon share must be between 0 and 1, got 1.5");
         assertBad(simulate("--trace", dir.resolve("missing.jsonl").toString()), "simulate: cannot read trace ");
+        assertBad(simulate("--shape", "huge"), "simulate: --shape must be default or small, got 'huge'");
+        assertBad(simulate("--trace", trace.toString(), "--shape", "small"),
+                "simulate: --trace gives the workload; drop --shape");
+    }
+
+    @Test
+    void badCostFiguresAreOneLineAndAFailingStatus() {
+        assertBad(simulate(small("--block-tokens", "0")), "simulate: --block-tokens must be between 1 and 65536, got 0");
+        assertBad(simulate(small("--prefill-tokens-per-sec", "0")),
+                "simulate: --prefill-tokens-per-sec must be > 0, got 0.0");
+        assertBad(simulate(small("--prefill-tokens-per-sec", "NaN")),
+                "simulate: --prefill-tokens-per-sec must be > 0, got NaN");
+        assertBad(simulate(small("--decode-secs-per-token", "-0.01")),
+                "simulate: --decode-secs-per-token must be > 0 and at most 60, got -0.01");
+        assertBad(simulate(small("--decode-secs-per-token", "fast")),
+                "simulate: Invalid value for option '--decode-secs-per-token'");
+        assertBad(simulate(small("--block-tokens", "128", "--kv-tokens-per-worker", "100")),
+                "simulate: --kv-tokens-per-worker must hold between one block (128 tokens) and 2^31 blocks, got 100");
+        assertBad(simulate(small("--max-batched-tokens", "0")),
+                "simulate: --max-batched-tokens must be between 1 and 16777216, got 0");
+        assertBad(simulate(small("--max-running", "100000")),
+                "simulate: --max-running must be between 1 and 65536, got 100000");
+        assertBad(simulate(small("--kv-tokens-per-worker", "4096", "--pressure", "high")),
+                "simulate: --kv-tokens-per-worker gives the KV capacity; drop --pressure");
+    }
+
+    @Test
+    void calibratedCostsSetTheBlocksTheCapacityAndTheSpeed() throws Exception {
+        String[] workload = {"--workers", "2", "--groups", "4", "--samples", "4", "--shape", "small", "--policies",
+            "sticky_least_loaded", "--json"};
+        JsonNode fixed = JSON.readTree(simulate(concat(workload, "--block-tokens", "128",
+                "--kv-tokens-per-worker", "20480", "--prefill-tokens-per-sec", "10000",
+                "--decode-secs-per-token", "0.003", "--max-batched-tokens", "2048", "--max-running", "128"))
+                .out()).get("results").get(0);
+        assertEquals(160, fixed.get("kv_blocks_per_worker").asInt());
+        assertEquals("kv=20480", fixed.get("pressure").asText());
+        JsonNode slower = JSON.readTree(simulate(concat(workload, "--block-tokens", "128",
+                "--kv-tokens-per-worker", "20480", "--prefill-tokens-per-sec", "1000",
+                "--decode-secs-per-token", "0.03")).out()).get("results").get(0);
+        assertTrue(slower.get("turn_latency_s").get("p50").asDouble() > fixed.get("turn_latency_s").get("p50").asDouble(),
+                slower + " against " + fixed);
+        assertTrue(slower.get("turn_latency_s").get("p90").asDouble()
+                >= slower.get("turn_latency_s").get("p50").asDouble(), slower::toString);
+    }
+
+    private static String[] concat(String[] first, String... more) {
+        String[] all = new String[first.length + more.length];
+        System.arraycopy(first, 0, all, 0, first.length);
+        System.arraycopy(more, 0, all, first.length, more.length);
+        return all;
     }
 
     private static void assertBad(Outcome o, String start) {

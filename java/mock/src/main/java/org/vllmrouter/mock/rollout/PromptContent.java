@@ -11,6 +11,30 @@ public final class PromptContent {
     /** Tokens are rendered as CJK ideographs, one char each, so text prefixes and token prefixes coincide. */
     private static final char FIRST_CHAR = '\u4e00';
     private static final int CHAR_RANGE = 20000;
+    /**
+     * Tokens as English words for a real model: each word, after a space, is one token of the real-vLLM tests' tiny
+     * model (its byte-level BPE tokenizer, trained on the Python standard library's source), so a prompt of n words is
+     * n tokens there and a longer prompt's tokens extend a shorter one's.
+     */
+    private static final String[] WORDS = (
+            "about above action actually added address after again alias allow already also always another "
+            + "archive args argument arguments attribute available avoid back base because been before being "
+            + "below between block both buffer bytes cache call called calls case cases change character check "
+            + "child class classes close code command common compute context copy correct could create current "
+            + "data default defaults defined dict different digits directly directory does doesn done during "
+            + "each either else empty encoding error even example exception extra field fields file filename "
+            + "files find first flag flags following format found frame from function functions given handle "
+            + "have header here http ignore import input instance instead integer into itself just know last "
+            + "least length level like line lines list local locale long look loop make mapping match matching "
+            + "means member message method methods might mode module more most must name names namespace "
+            + "necessary need needed negative never next normal number object objects only open option options "
+            + "order other output package parameter part passed path paths pickle point possible precision "
+            + "prefix present previous process protocol python raise raised read real reference remove response "
+            + "result return returned returns root same self server should since single size socket some source "
+            + "special specific stack standard start state still string strings subclass such support supported "
+            + "sure test text than that their them then there these they this thread threads through time "
+            + "trailing tuple type types unless until updated used user uses using value values variable "
+            + "version want were what when where whether which will with without work would write year zero").split(" ");
 
     private PromptContent() {
     }
@@ -68,6 +92,19 @@ public final class PromptContent {
             chars[i] = (char) (FIRST_CHAR + Math.floorMod(token(owner, i), CHAR_RANGE));
         }
         return new String(chars);
+    }
+
+    /** The first {@code tokens} tokens of {@code t}'s context as text for a real model: a space and a word each. */
+    public static String words(Trajectory t, int tokens) {
+        long group = stringKey(t.group());
+        long own = stringKey(t.sessionId());
+        int taskEnd = t.systemTokens() + t.taskTokens();
+        StringBuilder text = new StringBuilder(tokens * 8);
+        for (int i = 0; i < tokens; i++) {
+            long owner = i < t.systemTokens() ? SYSTEM_OWNER : i < taskEnd ? group : own;
+            text.append(' ').append(WORDS[Math.floorMod(token(owner, i), WORDS.length)]);
+        }
+        return text.toString();
     }
 
     /**

@@ -39,6 +39,17 @@ public record WorkloadShape(int groups, int samples, int systemTokens, LogNormal
                 new LogNormal(0.5, 1.2, 0.01, 60), 0.0);
     }
 
+    /**
+     * {@code groups} x {@code samples} at the scale of the real-vLLM tests' tiny model on CPU workers, whose context is
+     * 4,096 tokens: a 256-token system prompt, task prompts around 256 (at most 512), at most 6 turns, outputs around 32
+     * tokens (at most 64) and tool results around 64 (at most 256), so no context passes 2,688 tokens; the same think
+     * times as {@link #of}.
+     */
+    public static WorkloadShape small(int groups, int samples) {
+        return new WorkloadShape(groups, samples, 256, new LogNormal(256, 0.5, 32, 512), 6, 1.0,
+                new LogNormal(32, 0.8, 1, 64), new LogNormal(64, 1.0, 1, 256), new LogNormal(0.5, 1.2, 0.01, 60), 0.0);
+    }
+
     public WorkloadShape withAbandonShare(double share) {
         return new WorkloadShape(groups, samples, systemTokens, taskTokens, maxTurns, turnTailIndex, outputTokens,
                 toolTokens, thinkSeconds, share);
