@@ -11,7 +11,8 @@
 #   BASELINE_DIST=/path/to/another-dist java/host/scripts/measure-python-startup.sh [RUNS]
 #
 # BASELINE_DIST runs another distribution's three columns right after this one's in every round
-# (its own archive directory; the resource cache and mock workers shared), and prints its medians
+# (its own archive directory and sources; GraalPy's resource cache, which this one's cold round
+# fills, and the mock workers shared), and prints its medians
 # and this one's as a ratio of it: on a busy machine only figures from the same rounds compare.
 #
 # Round "cold" runs on a private copy of the distribution's python/ (no __pycache__), a new
@@ -38,7 +39,6 @@ private_copy() {
     find "$work/$2/python" -name __pycache__ -prune -exec rm -rf {} +
 }
 private_copy "$dist" dist
-launcher=$work/dist/bin/vllm-router
 names=dist
 if [ -n "${BASELINE_DIST:-}" ]; then
     private_copy "$BASELINE_DIST" baseline
