@@ -8,6 +8,12 @@
 #
 #   java/host/scripts/measure-python-startup.sh [RUNS]     (after `mvn -pl java/host -am package`)
 #   DIST=/path/to/vllm-router-dist java/host/scripts/measure-python-startup.sh [RUNS]
+#   BASELINE_DIST=/path/to/another-dist java/host/scripts/measure-python-startup.sh [RUNS]
+#
+# BASELINE_DIST runs another distribution's three columns right after this one's in every round
+# (its own archive directory and sources; GraalPy's resource cache, which this one's cold round
+# fills, and the mock workers shared), and prints its medians
+# and this one's as a ratio of it: on a busy machine only figures from the same rounds compare.
 #
 # Round "cold" runs on a private copy of the distribution's python/ (no __pycache__), a new
 # class-data archive directory and a new GraalPy resource cache (the standard library extracted
@@ -23,13 +29,21 @@ dist=${DIST:-$here/target/vllm-router-dist}
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT INT TERM
 
-mkdir -p "$work/dist"
-ln -s "$dist/lib" "$work/dist/lib"
-[ ! -d "$dist/aot" ] || ln -s "$dist/aot" "$work/dist/aot"
-cp -r "$dist/bin" "$dist/conf" "$dist/python" "$work/dist/"
-find "$work/dist/python" -name __pycache__ -prune -exec rm -rf {} +
-launcher=$work/dist/bin/vllm-router
-export VLLM_ROUTER_CDS_DIR=$work/cds
+# private_copy DIST NAME: a copy of DIST's launcher and sources without bytecode, its jars and AOT
+# caches linked, in $work/NAME.
+private_copy() {
+    mkdir -p "$work/$2"
+    ln -s "$1/lib" "$work/$2/lib"
+    [ ! -d "$1/aot" ] || ln -s "$1/aot" "$work/$2/aot"
+    cp -r "$1/bin" "$1/conf" "$1/python" "$work/$2/"
+    find "$work/$2/python" -name __pycache__ -prune -exec rm -rf {} +
+}
+private_copy "$dist" dist
+names=dist
+if [ -n "${BASELINE_DIST:-}" ]; then
+    private_copy "$BASELINE_DIST" baseline
+    names="dist baseline"
+fi
 export VLLM_ROUTER_JVM_OPTS="${VLLM_ROUTER_JVM_OPTS:-} -Dpolyglot.engine.userResourceCache=$work/polyglot"
 
 "$dist/bin/vllm-router" mock-worker --count 2 >"$work/mock.out" 2>"$work/mock.err" &
@@ -60,20 +74,34 @@ secs() {
     echo "$(echo "scale=2; ($end - $start) / 1000000000" | bc)/$(awk '{print $1 + $2}' "$work/cpu")"
 }
 
-: >"$work/times"
+for name in $names; do : >"$work/times-$name"; done
 for round in cold $(seq 1 "$runs"); do
-    pass=$(secs "$launcher" python -c pass)
-    imports=$(secs "$launcher" python -c 'from vllm_router import Router, RouterArgs')
-    first=$(secs "$launcher" python "$work/first_request.py" "${urls[@]}")
+    for name in $names; do
+        launcher=$work/$name/bin/vllm-router
+        export VLLM_ROUTER_CDS_DIR=$work/cds-$name
+        pass=$(secs "$launcher" python -c pass)
+        imports=$(secs "$launcher" python -c 'from vllm_router import Router, RouterArgs')
+        first=$(secs "$launcher" python "$work/first_request.py" "${urls[@]}")
+        echo "$round $name (wall/CPU s): -c pass ${pass}, imports ${imports}, first routed request ${first}" \
+            "(load $(cut -d' ' -f1 /proc/loadavg))"
+        [ "$round" = cold ] || echo "$pass $imports $first" >>"$work/times-$name"
+    done
     cpython=$(secs env PYTHONPATH="$repo/python" python3 "$work/first_request.py" "${urls[@]}")
-    echo "$round (wall/CPU s): -c pass ${pass}, imports ${imports}, first routed request ${first};" \
-        "CPython ${cpython} (load $(cut -d' ' -f1 /proc/loadavg))"
-    [ "$round" = cold ] || echo "$pass $imports $first $cpython" >>"$work/times"
+    echo "$round CPython, process bridge (wall/CPU s): ${cpython}"
+    [ "$round" = cold ] || echo "$cpython" >>"$work/times-cpython"
 done
 median() { sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
-# column N [1|2]: the warm rounds' median of column N, wall seconds (1) or CPU seconds (2)
-column() { cut -d' ' -f"$1" "$work/times" | cut -d/ -f"$2" | median; }
-echo "warm medians (wall/CPU s): -c pass $(column 1 1)/$(column 1 2)," \
-    "imports $(column 2 1)/$(column 2 2)," \
-    "first routed request $(column 3 1)/$(column 3 2)," \
-    "CPython $(column 4 1)/$(column 4 2)"
+# column NAME N [1|2]: the warm rounds' median of NAME's column N, wall seconds (1) or CPU seconds (2)
+column() { cut -d' ' -f"$2" "$work/times-$1" | cut -d/ -f"$3" | median; }
+for name in $names; do
+    echo "warm medians, $name (wall/CPU s): -c pass $(column "$name" 1 1)/$(column "$name" 1 2)," \
+        "imports $(column "$name" 2 1)/$(column "$name" 2 2)," \
+        "first routed request $(column "$name" 3 1)/$(column "$name" 3 2)"
+done
+echo "warm median, CPython, process bridge (wall/CPU s): $(column cpython 1 1)/$(column cpython 1 2)"
+if [ -n "${BASELINE_DIST:-}" ]; then
+    # ratio N W: dist's median over the baseline's, column N, wall (1) or CPU (2)
+    ratio() { echo "scale=2; $(column dist "$1" "$2") / $(column baseline "$1" "$2")" | bc; }
+    echo "dist / baseline (wall, CPU): -c pass $(ratio 1 1), $(ratio 1 2);" \
+        "imports $(ratio 2 1), $(ratio 2 2); first routed request $(ratio 3 1), $(ratio 3 2)"
+fi

@@ -43,10 +43,20 @@ final class LauncherProcess implements AutoCloseable {
     }
 
     static LauncherProcess dist(Map<String, String> environment, String... args) throws IOException {
+        return dist(distribution(), environment, args);
+    }
+
+    /** The launcher of the distribution at {@code home} (a test's own copy of {@link #distribution}). */
+    static LauncherProcess dist(Path home, Map<String, String> environment, String... args) throws IOException {
         List<String> command = new ArrayList<>();
-        command.add(Path.of(System.getProperty("vllmrouter.dist"), "bin", "vllm-router").toString());
+        command.add(home.resolve("bin").resolve("vllm-router").toString());
         command.addAll(List.of(args));
         return new LauncherProcess(command, environment);
+    }
+
+    /** The distribution the build assembled. */
+    static Path distribution() {
+        return Path.of(System.getProperty("vllmrouter.dist"));
     }
 
     static LauncherProcess engineJar(String... args) throws IOException {

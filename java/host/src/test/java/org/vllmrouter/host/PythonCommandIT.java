@@ -140,6 +140,50 @@ class PythonCommandIT {
         }
     }
 
+    /**
+     * The start-up caches only make the command start sooner: an AOT cache that does not fit (here cut short, as a
+     * copy interrupted or another JDK's) and a class-data archive directory that cannot be created change nothing
+     * the program sees.
+     */
+    @Test
+    void startUpCachesThatDoNotFitOrCannotBeWrittenChangeNothingTheProgramSees() throws Exception {
+        Path home = Files.createDirectories(dir.resolve("dist-with-stale-caches"));
+        Path built = LauncherProcess.distribution();
+        Files.createSymbolicLink(home.resolve("lib"), built.resolve("lib"));
+        for (String copied : List.of("bin", "conf", "python")) {
+            copyTree(built.resolve(copied), home.resolve(copied));
+        }
+        Path aot = Files.createDirectories(home.resolve("aot"));
+        try (var caches = Files.list(built.resolve("aot"))) {
+            for (Path cache : caches.filter(f -> f.getFileName().toString().startsWith("python-java")).toList()) {
+                try (var in = Files.newInputStream(cache)) {
+                    Files.write(aot.resolve(cache.getFileName()), in.readNBytes(1 << 20));
+                }
+            }
+        }
+        // A path below a regular file: no directory can be made there, whoever runs the test.
+        Path notADirectory = Files.writeString(dir.resolve("a-file"), "");
+        try (LauncherProcess run = LauncherProcess.dist(home, Map.of("VLLM_ROUTER_CDS_DIR",
+                notADirectory.resolve("cache").toString()), "python", "-c", "import sys; print('ran', sys.argv)")) {
+            assertEquals(0, run.waitForExit(), run::stderr);
+            assertEquals("ran ['-c']\n", run.remainingStdout());
+            assertEquals("", run.stderr());
+        }
+    }
+
+    private static void copyTree(Path from, Path to) throws IOException {
+        try (var paths = Files.walk(from)) {
+            for (Path path : paths.toList()) {
+                Path target = to.resolve(from.relativize(path).toString());
+                if (Files.isDirectory(path)) {
+                    Files.createDirectories(target);
+                } else {
+                    Files.copy(path, target, java.nio.file.StandardCopyOption.COPY_ATTRIBUTES);
+                }
+            }
+        }
+    }
+
     @Test
     void aMissingScriptExitsTwoWithPythonsMessage() throws Exception {
         Path missing = dir.resolve("no_such_trainer.py");
