@@ -387,8 +387,10 @@ public final class StickyBalancedPolicy implements LoadBalancingPolicy {
         return chosen;
     }
 
+    /** A plain read first: computeIfAbsent locks the bin whenever the worker's entry is not its first. */
     private InFlight inFlightOf(Worker w) {
-        return inFlight.computeIfAbsent(w.url(), url -> new InFlight());
+        InFlight f = inFlight.get(w.url());
+        return f != null ? f : inFlight.computeIfAbsent(w.url(), url -> new InFlight());
     }
 
     /** The id up to the last separator, or null when the id has none (or groups are off). */
