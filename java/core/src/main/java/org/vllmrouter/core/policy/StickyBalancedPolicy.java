@@ -283,7 +283,7 @@ public final class StickyBalancedPolicy implements LoadBalancingPolicy {
      */
     private Worker place(List<Worker> candidates, String sessionId, long tokens, ToLongFunction<String> boundTokens,
                          PrefixResidency prefix) {
-        ToLongFunction<Worker> load = loadOf(boundTokens);
+        ToLongFunction<Worker> load = loadOf(boundTokens, holdClock());
         Worker least = LeastLoaded.lightest(candidates, load, sessionId);
         leastSeen = load.applyAsLong(least);
         turnsSinceScan = 0;
@@ -332,10 +332,19 @@ public final class StickyBalancedPolicy implements LoadBalancingPolicy {
     /**
      * A worker's projected load: its bound tokens, its prompt tokens in flight and held, scaled by its engine's queue.
      */
-    private ToLongFunction<Worker> loadOf(ToLongFunction<String> boundTokens) {
+    private ToLongFunction<Worker> loadOf(ToLongFunction<String> boundTokens, long now) {
         LiveLoad live = liveLoad;
-        long now = toolHoldNanos > 0 ? nanoClock.getAsLong() : 0;
-        return w -> queued(live, w, boundTokens.applyAsLong(w.url()) + inFlightTokens(w.url()) + heldTokens(w, now));
+        return w -> loadOf(w, live.of(w.baseUrl()), boundTokens, now);
+    }
+
+    /** One worker's projected load, given its engine's last fresh sample (null: none) and the hold clock's now. */
+    private long loadOf(Worker w, LiveLoad.Sample sample, ToLongFunction<String> boundTokens, long now) {
+        return queued(sample, boundTokens.applyAsLong(w.url()) + inFlightTokens(w.url()) + heldTokens(w, now));
+    }
+
+    /** The time holds expire against; not read when there are no holds. */
+    private long holdClock() {
+        return toolHoldNanos > 0 ? nanoClock.getAsLong() : 0;
     }
 
     /**
@@ -352,16 +361,19 @@ public final class StickyBalancedPolicy implements LoadBalancingPolicy {
         if (!(margin > 0) || candidates.size() < 2) {
             return true;
         }
-        if (!underPressure(liveLoad.of(current.baseUrl()))) {
+        LiveLoad.Sample sample = liveLoad.of(current.baseUrl());
+        if (!underPressure(sample)) {
             return true;
         }
-        ToLongFunction<Worker> load = loadOf(boundTokens);
-        long here = load.applyAsLong(current);
+        // The turn that stays (nearly all) weighs its own worker alone, from the sample it has already read.
+        long now = holdClock();
+        long here = loadOf(current, sample, boundTokens, now);
         double price = margin * tokens;
         if (here - leastSeen <= price && candidates.size() == candidatesScanned
                 && ++turnsSinceScan < LEAST_RESCAN_TURNS) {
             return true;
         }
+        ToLongFunction<Worker> load = loadOf(boundTokens, now);
         Worker least = LeastLoaded.lightest(candidates, load, sessionId);
         leastSeen = load.applyAsLong(least);
         turnsSinceScan = 0;
@@ -390,8 +402,10 @@ public final class StickyBalancedPolicy implements LoadBalancingPolicy {
         return chosen;
     }
 
+    /** A plain read first: computeIfAbsent locks the bin whenever the worker's entry is not its first. */
     private InFlight inFlightOf(Worker w) {
-        return inFlight.computeIfAbsent(w.url(), url -> new InFlight());
+        InFlight f = inFlight.get(w.url());
+        return f != null ? f : inFlight.computeIfAbsent(w.url(), url -> new InFlight());
     }
 
     /** The id up to the last separator, or null when the id has none (or groups are off). */
@@ -404,9 +418,8 @@ public final class StickyBalancedPolicy implements LoadBalancingPolicy {
         return at <= 0 ? null : sessionId.substring(0, at);
     }
 
-    /** {@code tokens} scaled up by the worker's engine queue, when it reported one lately. */
-    private static long queued(LiveLoad live, Worker w, long tokens) {
-        LiveLoad.Sample s = live.of(w.baseUrl());
+    /** {@code tokens} scaled up by the worker's engine queue, when its sample {@code s} (null: none) shows one. */
+    private static long queued(LiveLoad.Sample s, long tokens) {
         if (s == null || !(s.waiting() > 0)) {
             return tokens;
         }

@@ -7,6 +7,8 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongSupplier;
+import java.util.function.ToIntFunction;
+import java.util.function.ToLongFunction;
 import org.vllmrouter.core.worker.Worker;
 
 /**
@@ -51,6 +53,10 @@ public final class InMemorySessionTable implements SessionTable {
     private final LongSupplier nanoClock;
     private final TrajectoryEnds ends;
     private final ReentrantLock lock = new ReentrantLock();
+    /** Made once, so that no route allocates them; they read the table under its lock. */
+    private final ToIntFunction<String> countOfUrl = this::countOf;
+    private final ToLongFunction<String> tokensOfUrl = this::tokensOf;
+    private final TokensWithout tokensWithout = new TokensWithout();
 
     /** Session id -> its binding in one pool; bindings of the same id in other pools chain off it. */
     private final HashMap<String, Binding> byId = new HashMap<>();
@@ -92,6 +98,11 @@ public final class InMemorySessionTable implements SessionTable {
         final String url;
         int count;
         long tokens;
+        /**
+         * Where {@link #find} last found this worker among the candidates: a pool's candidate list keeps its order
+         * between worker changes, so a known turn looks at one candidate instead of scanning them.
+         */
+        int candidateIndex;
 
         WorkerSessions(String url) {
             this.url = url;
@@ -164,7 +175,7 @@ public final class InMemorySessionTable implements SessionTable {
             Outcome outcome;
             if (b != null) {
                 if (now - b.lastUsedNanos < ttlNanos) {
-                    Worker current = find(candidates, b.worker.url);
+                    Worker current = find(candidates, b.worker);
                     if (current != null && (placement == null || keeps(placement, b, current, candidates, tokens))) {
                         b.worker.tokens += tokens - b.tokens;
                         b.tokens = tokens;
@@ -197,8 +208,8 @@ public final class InMemorySessionTable implements SessionTable {
                 started++;
                 active++;
             }
-            Worker chosen = placement == null ? LeastLoaded.choose(candidates, this::countOf, sessionId)
-                    : placement.place(candidates, sessionId, tokens, this::tokensOf);
+            Worker chosen = placement == null ? LeastLoaded.choose(candidates, countOfUrl, sessionId)
+                    : placement.place(candidates, sessionId, tokens, tokensOfUrl);
             WorkerSessions ws = byWorker.computeIfAbsent(chosen.url(), WorkerSessions::new);
             ws.count++;
             ws.tokens += tokens;
@@ -233,7 +244,7 @@ public final class InMemorySessionTable implements SessionTable {
     public List<Worker> leastLoaded(List<Worker> candidates) {
         lock.lock();
         try {
-            return LeastLoaded.fewest(candidates, this::countOf);
+            return LeastLoaded.fewest(candidates, countOfUrl);
         } finally {
             lock.unlock();
         }
@@ -427,10 +438,26 @@ public final class InMemorySessionTable implements SessionTable {
 
     /** Asks {@code placement} whether {@code b} stays on {@code current}, its own weight left out of the sums. */
     private boolean keeps(Placement placement, Binding b, Worker current, List<Worker> candidates, long tokens) {
-        WorkerSessions own = b.worker;
-        long weight = b.tokens;
-        return placement.keeps(current, candidates, b.sessionId, tokens,
-                url -> tokensOf(url) - (url.equals(own.url) ? weight : 0));
+        tokensWithout.binding = b;
+        try {
+            return placement.keeps(current, candidates, b.sessionId, tokens, tokensWithout);
+        } finally {
+            tokensWithout.binding = null;
+        }
+    }
+
+    /**
+     * Each worker's bound tokens without one binding's weight: one instance, pointed at the binding {@link #keeps}
+     * asks about, which the table's lock lets only one route do at a time.
+     */
+    private final class TokensWithout implements ToLongFunction<String> {
+        Binding binding;
+
+        @Override
+        public long applyAsLong(String url) {
+            Binding b = binding;
+            return tokensOf(url) - (url.equals(b.worker.url) ? b.tokens : 0);
+        }
     }
 
     private long tokensOf(String url) {
@@ -443,8 +470,28 @@ public final class InMemorySessionTable implements SessionTable {
         return ws == null ? 0 : ws.count;
     }
 
-    private static Worker find(List<Worker> candidates, String url) {
-        return Worker.byUrl(candidates, url);
+    /**
+     * The first candidate with {@code ws}'s URL, or null, as {@link Worker#byUrl}; looks where it was found last
+     * before scanning (URLs are unique among candidates).
+     */
+    private static Worker find(List<Worker> candidates, WorkerSessions ws) {
+        int at = ws.candidateIndex;
+        if (at < candidates.size() && hasUrl(candidates.get(at), ws.url)) {
+            return candidates.get(at);
+        }
+        for (int i = 0, n = candidates.size(); i < n; i++) {
+            Worker w = candidates.get(i);
+            if (hasUrl(w, ws.url)) {
+                ws.candidateIndex = i;
+                return w;
+            }
+        }
+        return null;
+    }
+
+    private static boolean hasUrl(Worker w, String url) {
+        String u = w.url();
+        return u == url || (u.hashCode() == url.hashCode() && u.equals(url));
     }
 
     private void unbindWorker(Binding b) {
