@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from vllm_router.bench import rollout as live
+
 PYTHON_DIR = str(Path(__file__).resolve().parent.parent / "python")
 SMALL = ["--workers", "4", "--groups", "4", "--samples", "4"]
 
@@ -179,6 +181,17 @@ def test_a_router_python_without_the_package_is_one_line(engine_jar, tmp_path):
     assert run.stdout == ""
     assert run.stderr == (f"python -m vllm_router.bench rollout: --router-python {python}: cannot import "
                           "vllm_router.launch_router (ModuleNotFoundError: No module named 'vllm_router')\n")
+
+
+def test_a_live_rollout_has_the_engine_class_cache_before_its_first_arm(engine_jar, monkeypatch):
+    # A router started without its class cache starts the cache's build beside it, which would
+    # share the CPU with the timed arms.
+    events = []
+    monkeypatch.setattr(live.class_cache, "ready", lambda java, jar: events.append("class cache ready"))
+    monkeypatch.setattr(live, "run_arm", lambda arm, *rest: events.append(arm.label) or {})
+    live.prepare([*SMALL, "--seed", "1", "--policies", "consistent_hash"]).run(progress=False)
+    assert events[0] == "class cache ready"
+    assert events[1:] and set(events[1:]) == {"consistent_hash"}
 
 
 def test_a_malformed_trace_line_stops_a_live_rollout_before_it_starts(engine_jar, tmp_path):

@@ -1,6 +1,7 @@
 """AOT class cache bookkeeping: where it lives, when it is used, when a builder starts."""
 
 import os
+import threading
 import time
 
 import pytest
@@ -185,3 +186,51 @@ def test_an_older_release_cache_in_the_slot_is_dropped(jar):
     _built(current, 2000)
     class_cache._remove_other_caches(current)
     assert not older_shape.exists() and current.is_file()
+
+
+@pytest.fixture
+def training(monkeypatch):
+    """Records training runs instead of starting JVMs; each writes the cache it was asked for."""
+    runs = []
+
+    def train(java, jar, output):
+        runs.append(output)
+        output.write_bytes(b"cache")
+
+    monkeypatch.setattr(class_cache, "_training_run", train)
+    return runs
+
+
+def test_ready_makes_a_missing_cache_before_it_returns(jar, training):
+    path = class_cache.ready(JAVA25, jar)
+    assert path == class_cache.cache_path(JAVA25, jar, class_cache.base_jvm_options())
+    assert path.is_file() and len(training) == 1
+    assert class_cache.ready(JAVA25, jar) == path and len(training) == 1
+
+
+def test_ready_waits_for_the_builder_at_work_instead_of_returning_without_a_cache(jar, training):
+    path = class_cache.cache_path(JAVA25, jar, class_cache.base_jvm_options())
+    path.parent.mkdir(parents=True)
+    lock = path.with_name(path.name + ".building")
+    lock.write_text("")
+
+    def other_builder_finishes():
+        time.sleep(0.3)
+        path.write_bytes(b"cache")
+        lock.unlink()
+
+    other = threading.Thread(target=other_builder_finishes)
+    other.start()
+    try:
+        assert class_cache.ready(JAVA25, jar, timeout=30) == path
+    finally:
+        other.join()
+    assert training == []
+
+
+def test_ready_gives_up_when_the_other_builder_leaves_no_cache(jar, training):
+    path = class_cache.cache_path(JAVA25, jar, class_cache.base_jvm_options())
+    path.parent.mkdir(parents=True)
+    path.with_name(path.name + ".building").write_text("")
+    assert class_cache.ready(JAVA25, jar, timeout=0) is None
+    assert training == []

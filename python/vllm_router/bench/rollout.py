@@ -27,8 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Iterator, List, NamedTuple, Optional, Sequence
 
-from ..bridge import EngineStartupError
-from ..bridge.engine_command import engine_class_path, engine_command
+from ..bridge import EngineStartupError, class_cache
+from ..bridge.engine_command import engine_class_path, engine_command, engine_jar
 from ..bridge.java_runtime import JavaNotFoundError, find_java
 from ..mock_workers import MockWorkers
 from . import real_vllm, report
@@ -358,6 +358,11 @@ class Prepared:
         """Every arm at every pressure, live, on worker ports fixed for the whole run;
         `{"workload", "worker_ports", "results"}` as `simulate --json` prints it, each result with
         every group's latency. RuntimeError when a run fails."""
+        if any(arm.python is None for arm in self.arms):
+            # Before the first of our arms, not during it: a fresh jar's first router would start
+            # the class cache's background build, which then shares the CPU with the timed arms
+            # (docs/perf/rollout-live.md).
+            class_cache.ready(find_java(), engine_jar())
         if self.real is not None:
             # Calibrated first, on workers nothing else runs on yet.
             calibration = real_vllm.calibrate(self.real) if self.options.calibrate else None

@@ -149,6 +149,22 @@ def build(java: JavaRuntime, jar: Path) -> Optional[Path]:
     return path if path.is_file() else None
 
 
+def ready(java: JavaRuntime, jar: Path, timeout: float = STALE_BUILD_SECS) -> Optional[Path]:
+    """The cache, made now when missing, or waited for while another builder makes it (up to
+    `timeout` seconds); None when caching does not apply or no cache came of it. For callers that
+    time what routers do next: a router started without its cache runs beside a background
+    builder (a training JVM, two mock workers and a driver) and without the JIT's profiles."""
+    deadline = time.monotonic() + timeout
+    while True:
+        path = build(java, jar)
+        expected = cache_path(java, jar, base_jvm_options())
+        if path is not None or expected is None:
+            return path
+        if not _lock_path(expected).exists() or time.monotonic() > deadline:
+            return None
+        time.sleep(0.5)
+
+
 def _training_run(java: JavaRuntime, jar: Path, output: Path) -> None:
     """Run `serve` once with -XX:AOTCacheOutput in front of mock workers, drive the workload
     through it, then end it normally: the cache then holds the classes of the proxy path and the
