@@ -14,6 +14,7 @@ LAUNCHER = REPO / "java" / "host" / "target" / "vllm-router-dist" / "bin" / "vll
 TRAINING_LOOP = REPO / "examples" / "training_loop.py"
 STDLIB_POSIX = Path(__file__).resolve().parent / "programs" / "stdlib_posix.py"
 SESSION_ANSWERS = Path(__file__).resolve().parent / "programs" / "session_answers.py"
+LAUNCH_IMPORTS = Path(__file__).resolve().parent / "programs" / "launch_imports.py"
 RUN_TIMEOUT_SECS = 600
 
 
@@ -82,3 +83,14 @@ def test_session_answers_have_the_process_bridges_keys_types_and_order(launcher,
     assert report["sessions"] == stats["active_by_worker"]
     assert sorted(key for _, key, _ in report["sessions"]["dict"]) == sorted(mock_workers)
     assert json.loads(hosted.stdout) == report
+
+
+def test_an_in_process_launch_leaves_the_other_paths_modules_unimported(launcher, mock_workers):
+    """Under GraalPy each module is interpreted at import; the command-line parser, the control
+    calls' urllib, `start()`'s signal handling and typing are not needed to launch (as on CPython:
+    py_test/unit/test_launcher_imports.py)."""
+    hosted = run([str(launcher), "python", str(LAUNCH_IMPORTS), *mock_workers])
+    assert hosted.returncode == 0, hosted.stderr
+    imported = json.loads(hosted.stdout)
+    assert "vllm_router.bridge.graal" in imported
+    assert [m for m in ("argparse", "urllib.parse", "ipaddress", "signal", "typing", "logging") if m in imported] == []

@@ -1,8 +1,10 @@
-"""What the GraalPy launcher's argv parse imports, and the package's lazy exports.
+"""What the GraalPy launcher's argv parse and an in-process program import, and the package's
+lazy exports.
 
-`vllm-router launch` runs `engine_config.config_json_from_argv` in an interpreted GraalPy, where
-each module import costs tens to hundreds of milliseconds, so modules the parse does not need
-must stay out of it. Measured on CPython here: the module sets are the same on both runtimes.
+`vllm-router launch` runs `engine_config.config_json_from_argv` in an interpreted GraalPy, and
+`vllm-router python` runs a program that imports `Router` and `RouterArgs` there, where each module
+import costs tens to hundreds of milliseconds, so modules a path does not need must stay out of it.
+Measured on CPython here: the package imports the same modules on both runtimes.
 """
 
 import json
@@ -16,6 +18,13 @@ import vllm_router
 
 # Modules the parse does not need: together over a second of interpreted imports under GraalPy.
 UNNEEDED_BY_THE_PARSE = ["vllm_router.router", "threading", "signal", "typing", "logging"]
+
+
+# Modules only other paths need (argparse: command lines; urllib: the control calls; signal and
+# threading: `Router.start()`; typing: annotations), kept out of a program's `Router.launch()`.
+UNNEEDED_BY_AN_IN_PROCESS_LAUNCH = [
+    "argparse", "urllib.parse", "ipaddress", "signal", "typing", "logging", "vllm_router.bridge.process",
+]
 
 
 def modules_imported_by(code: str) -> list:
@@ -46,6 +55,34 @@ def test_launcher_parse_imports_only_what_it_needs():
     )
     assert "vllm_router.engine_config" in imported
     assert [m for m in UNNEEDED_BY_THE_PARSE if m in imported] == []
+
+
+def test_an_in_process_launch_imports_only_what_it_needs():
+    # What `Router.from_args(args).launch()` runs under GraalPy up to the engine's Java calls: the
+    # configuration JSON and the GraalPy bridge (which imports `java` only when it starts the engine).
+    imported = modules_imported_by(
+        "from vllm_router import Router, RouterArgs\n"
+        "router = Router.from_args(RouterArgs(worker_urls=['http://a:1'], port=0))\n"
+        "router.config_json\n"
+        "import vllm_router.bridge.graal"
+    )
+    assert "vllm_router.bridge.graal" in imported
+    assert [m for m in UNNEEDED_BY_AN_IN_PROCESS_LAUNCH if m in imported] == []
+
+
+def test_the_lazily_imported_modules_come_on_the_paths_that_use_them():
+    imported = modules_imported_by(
+        "from vllm_router.router_args import CustomHelpFormatter, parse_router_args\n"
+        "parse_router_args(['--policy', 'random'])\n"
+        "from vllm_router.router import _is_stop_status\n"
+        "_is_stop_status(0)\n"
+        "from vllm_router.engine_control import EngineControl\n"
+        "try:\n"
+        "    EngineControl('http://127.0.0.1:1', None).resume(worker='http://w:1')\n"
+        "except RuntimeError:\n"
+        "    pass"
+    )
+    assert {"argparse", "signal", "urllib.parse", "urllib.request"} <= set(imported)
 
 
 def test_logging_is_imported_when_a_pd_policy_note_is_logged():

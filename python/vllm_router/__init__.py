@@ -3,7 +3,7 @@
 __all__ = ["PolicyType", "Router", "RouterArgs", "RouterHandle", "policy_from_str", "__version__"]
 
 # Exports load on first access (PEP 562): the GraalPy launcher imports `vllm_router.engine_config`,
-# and importing `.router` from here would add threading, signal and typing to its start-up.
+# and importing `.router` from here would add the router's and the control calls' modules to its start-up.
 _EXPORT_MODULES = {
     "PolicyType": ".engine_config",
     "policy_from_str": ".engine_config",

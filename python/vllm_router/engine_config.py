@@ -3,7 +3,7 @@ native-Router keyword arguments <-> RouterArgs, and the launcher's argv -> Route
 
 `vllm-router launch` / `print-config` call `config_json_from_argv` inside GraalPy, where every
 imported module is interpreted and costs, so this module must not import `vllm_router.router`
-(threading, signal, typing); `enum` comes free with argparse's `re`.
+(and the control calls' module with it); `enum` comes free with `re`, which json and argparse import.
 """
 
 from __future__ import annotations

@@ -4,11 +4,14 @@ The router relays each call to every worker (or to one, `worker=URL`) and answer
 worker's result; see docs/usage.md, "Engine control". A call that failed on some worker raises
 `ControlCallFailed`, which carries that answer: nothing is retried, since a weight update is not
 idempotent.
+
+`urllib` is imported by the calls: a trainer's program imports this module with `Router`, and
+under GraalPy each module it imports is interpreted and costs.
 """
 
+from __future__ import annotations
+
 import json
-from typing import Any, Dict, List, Optional
-from urllib.parse import urlencode
 
 
 class ControlCallFailed(RuntimeError):
@@ -16,7 +19,7 @@ class ControlCallFailed(RuntimeError):
     `success`, `failed` (the workers' URLs) and `results` (per worker: `worker`, and `status`
     with `body`, or `error`)."""
 
-    def __init__(self, path: str, result: Dict[str, Any]):
+    def __init__(self, path: str, result: dict):
         self.result = result
         super().__init__(f"{path} failed on {', '.join(result.get('failed', [])) or 'some workers'}")
 
@@ -24,53 +27,53 @@ class ControlCallFailed(RuntimeError):
 class EngineControl:
     """Control calls to the router at `url`, authenticated with its admin key when it has one."""
 
-    def __init__(self, url: str, admin_api_key: Optional[str]):
+    def __init__(self, url: str, admin_api_key: str | None):
         self._url = url
         self._admin_api_key = admin_api_key
 
-    def pause(self, mode: str, clear_cache: Optional[bool] = None, worker: Optional[str] = None) -> dict:
+    def pause(self, mode: str, clear_cache: bool | None = None, worker: str | None = None) -> dict:
         """`POST /pause?mode=keep|abort|wait`: new turns for the paused workers wait at the router."""
         return self._call("POST", "/pause", {"mode": mode, "clear_cache": _flag(clear_cache), "worker": worker})
 
-    def resume(self, worker: Optional[str] = None) -> dict:
+    def resume(self, worker: str | None = None) -> dict:
         return self._call("POST", "/resume", {"worker": worker})
 
-    def sleep(self, level: Optional[int] = None, tags: Optional[str] = None, worker: Optional[str] = None) -> dict:
+    def sleep(self, level: int | None = None, tags: str | None = None, worker: str | None = None) -> dict:
         return self._call("POST", "/sleep", {"level": level, "tags": tags, "worker": worker})
 
-    def wake_up(self, tags: Optional[str] = None, worker: Optional[str] = None) -> dict:
+    def wake_up(self, tags: str | None = None, worker: str | None = None) -> dict:
         return self._call("POST", "/wake_up", {"tags": tags, "worker": worker})
 
-    def reset_prefix_cache(self, worker: Optional[str] = None) -> dict:
+    def reset_prefix_cache(self, worker: str | None = None) -> dict:
         return self._call("POST", "/reset_prefix_cache", {"worker": worker})
 
-    def collective_rpc(self, method: str, kwargs: Optional[dict] = None, worker: Optional[str] = None) -> dict:
+    def collective_rpc(self, method: str, kwargs: dict | None = None, worker: str | None = None) -> dict:
         """`POST /collective_rpc` with `{"method": method, "kwargs": kwargs}` to every worker."""
         return self._call("POST", "/collective_rpc", {"worker": worker}, {"method": method, "kwargs": kwargs or {}})
 
-    def init_weight_transfer_engine(self, body: dict, worker: Optional[str] = None) -> dict:
+    def init_weight_transfer_engine(self, body: dict, worker: str | None = None) -> dict:
         return self._call("POST", "/init_weight_transfer_engine", {"worker": worker}, body)
 
-    def update_weights(self, body: dict, worker: Optional[str] = None) -> dict:
+    def update_weights(self, body: dict, worker: str | None = None) -> dict:
         return self._call("POST", "/update_weights", {"worker": worker}, body)
 
-    def fetch_weights(self, body: Optional[dict] = None, worker: Optional[str] = None) -> dict:
+    def fetch_weights(self, body: dict | None = None, worker: str | None = None) -> dict:
         return self._call("POST", "/fetch_weights", {"worker": worker}, body)
 
-    def load_lora_adapter(self, body: dict, worker: Optional[str] = None) -> dict:
+    def load_lora_adapter(self, body: dict, worker: str | None = None) -> dict:
         return self._call("POST", "/v1/load_lora_adapter", {"worker": worker}, body)
 
-    def unload_lora_adapter(self, body: dict, worker: Optional[str] = None) -> dict:
+    def unload_lora_adapter(self, body: dict, worker: str | None = None) -> dict:
         return self._call("POST", "/v1/unload_lora_adapter", {"worker": worker}, body)
 
-    def world_size(self, worker: Optional[str] = None) -> int:
+    def world_size(self, worker: str | None = None) -> int:
         """The sum of the workers' `/get_world_size` answers."""
         return int(self._call("GET", "/get_world_size", {"worker": worker})["world_size"])
 
-    def _call(self, method: str, path: str, query: Dict[str, Any], body: Optional[dict] = None) -> dict:
-        # Imported here, as the process bridge does: urllib.request is a costly import.
+    def _call(self, method: str, path: str, query: dict, body: dict | None = None) -> dict:
         import urllib.error
         import urllib.request
+        from urllib.parse import urlencode
 
         params = [(k, str(v)) for k, v in query.items() if v is not None]
         target = self._url + path + ("?" + urlencode(params) if params else "")
@@ -94,8 +97,8 @@ class EngineControl:
             raise RuntimeError(f"{method} {path} failed: {e.reason}") from None
 
 
-def _flag(value: Optional[bool]) -> Optional[str]:
+def _flag(value: bool | None) -> str | None:
     return None if value is None else ("true" if value else "false")
 
 
-__all__: List[str] = ["ControlCallFailed", "EngineControl"]
+__all__ = ["ControlCallFailed", "EngineControl"]

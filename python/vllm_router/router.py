@@ -2,12 +2,16 @@
 
 `Router(**kwargs)` takes the keyword arguments of upstream's `vllm_router_rs.Router`;
 `Router.from_args(args)` maps a RouterArgs onto them exactly as upstream does.
+
+`vllm-router python` programs import this module in an interpreted GraalPy, where each module
+costs, so what only `start()` needs (`signal`, `threading`) is imported there, and annotations
+are not evaluated (no `typing`).
 """
 
-import signal
+from __future__ import annotations
+
 import sys
-import threading
-from typing import Any, Callable, Dict, Optional
+from collections.abc import Callable
 
 # PolicyType and policy_from_str are defined beside the mapping the GraalPy launcher shares
 # without importing this module; they are imported here because upstream's users import them
@@ -44,14 +48,14 @@ class Router:
     `RouterHandle` at once, for programs that keep working while the router runs.
     """
 
-    def __init__(self, router: Optional["Router"] = None, **kwargs: Any):
+    def __init__(self, router: Router | None = None, **kwargs):
         if router is not None:
             self._args: RouterArgs = router._args
             return
         self._args = router_args_from_native_kwargs(kwargs)
 
     @staticmethod
-    def from_args(args: RouterArgs) -> "Router":
+    def from_args(args: RouterArgs) -> Router:
         """The Router for a RouterArgs; like upstream, but the passed RouterArgs is not modified."""
         return Router(**native_router_kwargs(args))
 
@@ -60,7 +64,7 @@ class Router:
         """The RouterConfig JSON this router hands to the engine."""
         return router_args_to_config_json(self._args)
 
-    def start(self, on_ready: Optional[Callable[[str], None]] = None) -> None:
+    def start(self, on_ready: Callable[[str], None] | None = None) -> None:
         """Serve until SIGTERM/SIGINT (forwarded to the engine), then return after the drain.
 
         `on_ready`, if given, is called with the router's URL once it serves. Raises ValueError
@@ -91,7 +95,7 @@ class Router:
         if status != 0 and not (engine.stop_requested and _is_stop_status(status)):
             raise RuntimeError(f"Router engine exited with status {status}")
 
-    def launch(self) -> "RouterHandle":
+    def launch(self) -> RouterHandle:
         """Start serving in the background and return a handle once the router is ready.
 
         Keep the handle while the router should run: it owns the engine's lifeline, so
@@ -111,12 +115,17 @@ class _StopBeforeReady(Exception):
 def _install_handlers(handler):
     """Install `handler` for SIGTERM/SIGINT; outside the main thread signals cannot be caught,
     and the default action (this process dies, the lifeline closes) still stops the engine."""
+    import signal
+    import threading
+
     if threading.current_thread() is not threading.main_thread():
         return None
     return {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
 
 
 def _restore_handlers(previous) -> None:
+    import signal
+
     if previous:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -124,6 +133,8 @@ def _restore_handlers(previous) -> None:
 
 def _is_stop_status(status: int) -> bool:
     """Exit statuses of a JVM that stopped because we asked it to."""
+    import signal
+
     stop_signals = (signal.SIGTERM, signal.SIGINT)
     return status in [-s for s in stop_signals] + [128 + s for s in stop_signals]
 
@@ -137,14 +148,14 @@ class RouterHandle(EngineControl):
         super().__init__(engine.url, engine.admin_api_key)
         self._engine = engine
         self.port: int = engine.port
-        self.metrics_port: Optional[int] = engine.metrics_port
+        self.metrics_port: int | None = engine.metrics_port
         self.url: str = engine.url
 
     def finish_session(self, session_id: str) -> None:
         """Release a session (its worker slot frees up); unknown ids are a no-op."""
         self._engine.finish_session(session_id)
 
-    def sessions(self) -> Dict[str, int]:
+    def sessions(self) -> dict[str, int]:
         """Active sessions per worker URL (the router's `GET /sessions`)."""
         return self.session_stats()["active_by_worker"]
 
@@ -156,7 +167,7 @@ class RouterHandle(EngineControl):
     def is_running(self) -> bool:
         return self._engine.is_running()
 
-    def wait(self, timeout: Optional[float] = None) -> int:
+    def wait(self, timeout: float | None = None) -> int:
         """Block until the engine exits; returns its exit status."""
         return self._engine.wait(timeout)
 
@@ -164,7 +175,7 @@ class RouterHandle(EngineControl):
         """Stop accepting, drain in-flight requests, stop the engine. Idempotent."""
         self._engine.stop(timeout)
 
-    def __enter__(self) -> "RouterHandle":
+    def __enter__(self) -> RouterHandle:
         return self
 
     def __exit__(self, *exc_info) -> None:

@@ -6,15 +6,15 @@ the GraalPy-hosted `vllm-router launch ...`, or a config file). The engine does 
 fields: its build generates their names, types, defaults and choices (the policy names among
 them) from this module (`vllm_router.config_contract`).
 
-This module also runs under GraalPy inside the launcher JVM, where every imported module costs
-(it is interpreted), so it imports only what the parse needs: argparse, dataclasses and json.
-`logging` is imported when the module-level `logger` is first used, and annotations are never
-evaluated at import (no `typing`).
+This module also runs under GraalPy, in the launcher JVM and in `vllm-router python` programs,
+where every imported module costs (it is interpreted), so it imports only what a RouterArgs and its
+JSON need: dataclasses and json. argparse is imported where a command line is parsed
+(`parse_router_args`, `CustomHelpFormatter`; `add_cli_args` is handed a parser), `logging` when the
+module-level `logger` is first used, and annotations are never evaluated at import (no `typing`).
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import sys
@@ -68,6 +68,12 @@ def __getattr__(name: str):
         global logger
         logger = logging.getLogger(__name__)
         return logger
+    # Subclasses argparse's formatters, so it is defined when first asked for (a command line is
+    # parsed), not when a program imports RouterArgs.
+    if name == "CustomHelpFormatter":
+        global CustomHelpFormatter
+        CustomHelpFormatter = _custom_help_formatter()
+        return CustomHelpFormatter
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -82,6 +88,8 @@ def _one_of(choices):
 
     def check(value: str) -> str:
         if value not in choices:
+            import argparse
+
             listed = ", ".join(repr(c) for c in choices)
             raise argparse.ArgumentTypeError(f"invalid choice: {value!r} (choose from {listed})")
         return value
@@ -601,9 +609,15 @@ def router_args_to_config_json(args: RouterArgs) -> str:
     return json.dumps(dataclasses.asdict(args), ensure_ascii=False, separators=(",", ":"))
 
 
-class CustomHelpFormatter(argparse.RawDescriptionHelpFormatter,
-                          argparse.ArgumentDefaultsHelpFormatter):
-    """Keeps the description's line breaks and shows every flag's default."""
+def _custom_help_formatter() -> type:
+    import argparse
+
+    class CustomHelpFormatter(argparse.RawDescriptionHelpFormatter,
+                              argparse.ArgumentDefaultsHelpFormatter):
+        """Keeps the description's line breaks and shows every flag's default."""
+
+    CustomHelpFormatter.__qualname__ = "CustomHelpFormatter"
+    return CustomHelpFormatter
 
 
 USAGE_DESCRIPTION = """\
@@ -626,10 +640,12 @@ Examples:
 
 def parse_router_args(argv: list[str]) -> RouterArgs:
     """Parse command-line arguments (without the program name) into RouterArgs."""
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="vllm-router",
         description=USAGE_DESCRIPTION,
-        formatter_class=CustomHelpFormatter,
+        formatter_class=sys.modules[__name__].CustomHelpFormatter,
     )
     RouterArgs.add_cli_args(parser, use_router_prefix=False)
     return RouterArgs.from_cli_args(parser.parse_args(argv), use_router_prefix=False)

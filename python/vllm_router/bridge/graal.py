@@ -14,9 +14,10 @@ its in-flight requests first, as the process bridge's child JVM does when its li
 `java` is imported inside the functions that need it, so this module imports on any runtime.
 """
 
+from __future__ import annotations
+
 import json
 import threading
-from typing import Optional
 
 from vllm_router.bridge import EngineConfigError, EngineStartupError
 
@@ -42,7 +43,7 @@ def class_path() -> str:
     return str(java.type(_HOST_JVM).classPath())
 
 
-def start_engine(config_json: str, startup_timeout: Optional[float] = None) -> "InProcessEngine":
+def start_engine(config_json: str, startup_timeout: float | None = None) -> InProcessEngine:
     """Start the engine in this JVM; returns once it listens.
 
     `startup_timeout` is accepted for the bridge interface: `RouterServer.start` returns when the
@@ -71,7 +72,7 @@ def start_engine(config_json: str, startup_timeout: Optional[float] = None) -> "
 class InProcessEngine:
     """A `RouterServer` running in this JVM."""
 
-    def __init__(self, engines, server, python_dicts, admin_api_key: Optional[str]):
+    def __init__(self, engines, server, python_dicts, admin_api_key: str | None):
         self._engines = engines
         self._server = server
         self._python_dicts = python_dicts
@@ -104,13 +105,13 @@ class InProcessEngine:
             self.stop_requested = True
         threading.Thread(target=self._close, name="vllm-router-stop", daemon=True).start()
 
-    def wait(self, timeout: Optional[float] = None) -> int:
+    def wait(self, timeout: float | None = None) -> int:
         """Block until the engine has stopped; returns its status, 0. TimeoutError on timeout."""
         if not self._stopped.wait(timeout):
             raise TimeoutError(f"router engine still running after {timeout} s")
         return 0
 
-    def stop(self, timeout: Optional[float] = None) -> int:
+    def stop(self, timeout: float | None = None) -> int:
         """Drain and stop; `RouterServer.close` bounds the drain itself."""
         self.request_stop()
         return self.wait(timeout)
