@@ -101,8 +101,9 @@ class StickyBalancedTest {
                                 && l.contains("type=\"stored\"") && !l.endsWith(" 0.0"))) {
                             return true;
                         }
-                        TestHttp.post(holder + "/v1/completions",
-                                "{\"model\":\"mock\",\"max_tokens\":1,\"prompt\":\"filler " + fillers[0]++ + "\"}");
+                        // Long enough to fill a KV block: a shorter prompt stores none and publishes nothing.
+                        TestHttp.post(holder + "/v1/completions", "{\"model\":\"mock\",\"max_tokens\":1,\"prompt\":\""
+                                + ("filler " + fillers[0]++ + " ").repeat(12) + "\"}");
                         return false;
                     } catch (Exception e) {
                         throw new IllegalStateException(e);
