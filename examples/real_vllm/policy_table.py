@@ -36,16 +36,12 @@ import setup_vllm  # noqa: E402
 import vllm_process  # noqa: E402
 from helpers import http  # noqa: E402
 from vllm_router import Router, RouterArgs  # noqa: E402
+from vllm_router.bench.real_vllm import metric  # noqa: E402
 
 POLICIES = ("sticky_least_loaded", "kv_aware", "cache_aware", "round_robin")
 WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november "
          "oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu").split()
 HITS, QUERIES, FINISHED = "vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total", "vllm:request_success_total"
-
-
-def metric(text: str, name: str) -> float:
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-               if line.startswith(name) and line[len(name):len(name) + 1] in ("{", " "))
 
 
 def snapshot(workers):

@@ -20,6 +20,7 @@ import reference_router
 import setup_vllm
 from helpers import http, wait_until
 from vllm_router import Router, RouterArgs
+from vllm_router.bench.real_vllm import metric
 
 OURS, REFERENCE = "ours", f"rust-{reference_router.VERSION}"
 
@@ -32,15 +33,6 @@ GENERATED = "vllm:generation_tokens_total"
 # Deterministic words, so each conversation's text is its own and no two share a prefix.
 WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november "
          "oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu").split()
-
-
-def metric(text: str, name: str) -> float:
-    """Sum of every sample of `name` (all label sets) in a Prometheus text exposition."""
-    total = 0.0
-    for line in text.splitlines():
-        if line.startswith(name) and line[len(name):len(name) + 1] in ("{", " "):
-            total += float(line.rsplit(" ", 1)[1])
-    return total
 
 
 def counters(workers, name: str) -> List[float]:
