@@ -85,6 +85,7 @@ def test_the_same_seed_gives_the_same_results_and_a_trace_replays_them(engine_ja
     (["--groups", "0"], "simulate: --groups must be > 0, got 0"),
     (["--samples", "-1"], "simulate: --samples must be > 0, got -1"),
     (["--pressure", "extreme"], "simulate: pressure must be low, moderate, high or a ratio > 0, got 'extreme'"),
+    (["--shape", "huge"], "simulate: --shape must be default, small or long, got 'huge'"),
 ])
 def test_bad_input_is_one_line_and_a_failing_status(engine_jar, args, message):
     run = bench("simulate", *args)
@@ -269,6 +270,7 @@ def test_a_policy_the_other_router_lacks_is_one_line_before_any_traffic(engine_j
     (["--workers", "-4"], "--workers must be > 0, got -4"),
     (["--pressure", "extreme"], "pressure must be low, moderate, high or a ratio > 0, got 'extreme'"),
     (["--warm-up", "-1"], "--warm-up must be >= 0, got -1"),
+    (["--shape", "huge"], "--shape must be default, small or long, got 'huge'"),
     (["--ours", "round_robin"], "--ours names this package's policies beside --router-python's; "
                                 "give --router-python"),
 ])

@@ -68,7 +68,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", default=None)
     p.add_argument("--abandon", default=None, help="share of trajectories abandoned mid-turn")
     p.add_argument("--trace", default=None, help="replay this JSONL trace instead of generating")
-    p.add_argument("--shape", default=None, help="default, or small (fits the real-vLLM tests' tiny model)")
+    p.add_argument("--shape", default=None,
+                   help="default, small (fits the real-vLLM tests' tiny model) or long (coding-agent "
+                        "trajectories, contexts up to 96k tokens)")
     p.add_argument("--time-scale", type=float, default=None,
                    help=f"wall seconds per modelled second (default: {DEFAULT_TIME_SCALE}; 1 with --worker-urls)")
     p.add_argument("--worker-urls", default=None, metavar="URL,...",

@@ -48,8 +48,8 @@ final class WorkloadOptions {
     Path trace;
 
     @Option(names = "--shape", paramLabel = "SHAPE",
-            description = "The generated trajectories' sizes: default, or small (fits the real-vLLM tests' tiny model);"
-                    + " not with --trace.")
+            description = "The generated trajectories' sizes: default, small (fits the real-vLLM tests' tiny model), or"
+                    + " long (coding-agent trajectories, contexts up to 96k tokens); not with --trace.")
     String shape;
 
     /** The policies, each known to the engine. */
@@ -123,7 +123,8 @@ final class WorkloadOptions {
         WorkloadShape sized = switch (shape == null ? "default" : shape) {
             case "default" -> WorkloadShape.of(g, s);
             case "small" -> WorkloadShape.small(g, s);
-            default -> throw new BadInput("--shape must be default or small, got '" + shape + "'");
+            case "long" -> WorkloadShape.longAgentic(g, s);
+            default -> throw new BadInput("--shape must be default, small or long, got '" + shape + "'");
         };
         try {
             return Workload.generate(sized.withAbandonShare(abandon == null ? 0 : abandon), seed());

@@ -158,6 +158,18 @@ class SimulateMainTest {
     }
 
     @Test
+    void theLongShapeIsNamedInTheWorkloadAndHoldsMoreTokensAPromptThanTheDefault() throws Exception {
+        JsonNode longShape = JSON.readTree(simulate(small("--shape", "long", "--policies", "sticky_least_loaded",
+                "--json")).out()).get("workload");
+        JsonNode defaultShape = JSON.readTree(simulate(small("--policies", "sticky_least_loaded", "--json")).out())
+                .get("workload");
+        assertEquals("long", longShape.get("shape").asText());
+        assertEquals(16, longShape.get("trajectories").asInt());
+        assertTrue(longShape.get("working_set_tokens").asLong() > 4 * defaultShape.get("working_set_tokens").asLong(),
+                longShape + " against " + defaultShape);
+    }
+
+    @Test
     void badInputIsOneLineAndAFailingStatus(@TempDir Path dir) throws Exception {
         assertBad(simulate(small("--policies", "sticky_least_loaded,fastest")),
                 "simulate: unknown policy 'fastest'; expected one of ");
@@ -178,7 +190,7 @@ class SimulateMainTest {
                 "simulate: --trace gives the workload; drop --groups, --seed");
         assertBad(simulate("--abandon", "1.5"), "simulate: abandon share must be between 0 and 1, got 1.5");
         assertBad(simulate("--trace", dir.resolve("missing.jsonl").toString()), "simulate: cannot read trace ");
-        assertBad(simulate("--shape", "huge"), "simulate: --shape must be default or small, got 'huge'");
+        assertBad(simulate("--shape", "huge"), "simulate: --shape must be default, small or long, got 'huge'");
         assertBad(simulate("--trace", trace.toString(), "--shape", "small"),
                 "simulate: --trace gives the workload; drop --shape");
     }

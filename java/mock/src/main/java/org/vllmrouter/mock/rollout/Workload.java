@@ -45,6 +45,9 @@ public record Workload(List<Trajectory> trajectories) {
         for (int k = 0; k < turnCount; k++) {
             double delay = k == 0 ? 0.0 : shape.thinkSeconds().sample(random);
             int output = shape.outputTokens().sampleCount(random);
+            if (k > 0 && (long) prompt + output > shape.contextWindow()) {
+                break;
+            }
             if (k == abandonAt) {
                 int generated = 1 + random.nextInt(output);
                 turns.add(new Turn(delay, prompt, generated, true));

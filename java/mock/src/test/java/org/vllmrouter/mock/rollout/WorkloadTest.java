@@ -104,10 +104,63 @@ class WorkloadTest {
     }
 
     @Test
+    void theLongShapesContextsReachTheTensOfThousandsAndNoneOutgrowsItsWindow() {
+        Workload w = Workload.generate(WorkloadShape.longAgentic(512, 8), 7);
+        int[] contexts = w.trajectories().stream().mapToInt(Trajectory::finalContextTokens).sorted().toArray();
+        assertTrue(contexts[contexts.length - 1] > 90_000, "longest context " + contexts[contexts.length - 1]);
+        assertTrue(Arrays.stream(contexts).filter(c -> c > 50_000).count() > contexts.length / 20,
+                "a tail of contexts past 50k tokens");
+        assertTrue(contexts[contexts.length - 1] <= WorkloadShape.LONG_CONTEXT_WINDOW);
+        int[] turns = w.trajectories().stream().mapToInt(t -> t.turns().size()).sorted().toArray();
+        assertTrue(turns[turns.length / 2] <= 3, "median turns " + turns[turns.length / 2]);
+        assertTrue(turns[turns.length - 1] > 30, "most turns " + turns[turns.length - 1]);
+        for (Trajectory t : w.trajectories()) {
+            assertEquals(2000, t.systemTokens());
+            assertEquals(t.systemTokens() + t.taskTokens(), t.turns().get(0).promptTokens());
+        }
+    }
+
+    @Test
+    void aWindowEndsATrajectoryAtTheFirstTurnThatWouldPassIt() {
+        WorkloadShape windowed = WorkloadShape.longAgentic(64, 8);
+        WorkloadShape open = new WorkloadShape(64, 8, windowed.systemTokens(), windowed.taskTokens(),
+                windowed.maxTurns(), windowed.turnTailIndex(), windowed.outputTokens(), windowed.toolTokens(),
+                windowed.thinkSeconds(), 0.0, WorkloadShape.NO_WINDOW);
+        List<Trajectory> cut = Workload.generate(windowed, 3).trajectories();
+        List<Trajectory> whole = Workload.generate(open, 3).trajectories();
+        int shortened = 0;
+        for (int i = 0; i < cut.size(); i++) {
+            List<Turn> kept = cut.get(i).turns();
+            List<Turn> all = whole.get(i).turns();
+            assertEquals(all.subList(0, kept.size()), kept, "the window keeps a prefix of the turns");
+            if (kept.size() < all.size()) {
+                shortened++;
+                Turn next = all.get(kept.size());
+                assertTrue(next.promptTokens() + next.outputTokens() > windowed.contextWindow());
+            }
+        }
+        assertTrue(shortened > 0, "some trajectory reaches the window");
+    }
+
+    @Test
+    void atTheBenchsSizeHighPressureLeavesEachWorkerRoomForSeveralOfTheLongestContexts() {
+        Workload w = Workload.generate(WorkloadShape.longAgentic(512, 8), 1);
+        long workerTokens = (long) Pressure.HIGH.blocksPerWorker(w, 64, CostConstants.LLAMA_8B_H100)
+                * CostConstants.LLAMA_8B_H100.blockSize();
+        assertTrue(workerTokens >= 4L * WorkloadShape.LONG_CONTEXT_WINDOW, workerTokens + " tokens a worker");
+        assertEquals(w.workingSetTokens() / 2.0 / 64, workerTokens, CostConstants.LLAMA_8B_H100.blockSize(),
+                "the pressure is the named one, not raised to fit the largest context");
+    }
+
+    @Test
     void shapesMustBePositive() {
         assertEquals("groups must be > 0, got 0",
                 assertThrows(IllegalArgumentException.class, () -> WorkloadShape.of(0, 4)).getMessage());
         assertEquals("samples must be > 0, got -1",
                 assertThrows(IllegalArgumentException.class, () -> WorkloadShape.of(4, -1)).getMessage());
+        WorkloadShape s = WorkloadShape.longAgentic(4, 4);
+        assertEquals("context window must be > 0, got 0", assertThrows(IllegalArgumentException.class,
+                () -> new WorkloadShape(4, 4, s.systemTokens(), s.taskTokens(), s.maxTurns(), s.turnTailIndex(),
+                        s.outputTokens(), s.toolTokens(), s.thinkSeconds(), 0.0, 0)).getMessage());
     }
 }
