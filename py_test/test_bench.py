@@ -138,7 +138,8 @@ def test_a_live_rollout_reports_what_simulate_reports_for_each_policy(engine_jar
     for live, sim in zip(report["results"], simulated["results"]):
         # Live alone: what each mock worker's engine model did, and whether it kept up with the wall clock.
         engines = live.pop("worker_engines")
-        assert [set(e) for e in engines] == [{"worker", "peak_used_blocks", "preemptions", "fell_behind", "behind_s"}] * 2
+        engine_keys = {"worker", "peak_used_blocks", "preemptions", "fell_behind", "behind_s"}
+        assert [set(e) for e in engines] == [engine_keys] * 2
         assert sum(e["preemptions"] for e in engines) == live["preemptions"]
         assert all(0 < e["peak_used_blocks"] <= live["kv_blocks_per_worker"] for e in engines)
         assert set(live) == set(sim) == RESULT_KEYS

@@ -210,7 +210,8 @@ public final class LiveRollout {
         try {
             JsonNode answer = JSON.readTree(response.body());
             String worker = answer.path("worker_id").asText("");
-            if (!worker.isEmpty() && (run.workers.isEmpty() || !worker.equals(run.workers.get(run.workers.size() - 1)))) {
+            boolean moved = run.workers.isEmpty() || !worker.equals(run.workers.get(run.workers.size() - 1));
+            if (!worker.isEmpty() && moved) {
                 run.workers.add(worker);
             }
             JsonNode usage = answer.path("usage");
