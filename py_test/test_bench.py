@@ -126,8 +126,9 @@ def rollout(*args, timeout=300):
                           capture_output=True, text=True, timeout=timeout)
 
 
-def test_a_live_rollout_reports_what_simulate_reports_for_each_policy(engine_jar):
-    run = rollout(*TINY, "--policies", "sticky_least_loaded,kv_aware", "--json")
+def test_a_live_rollout_reports_what_simulate_reports_for_each_policy(engine_jar, tmp_path):
+    placements = tmp_path / "trajectories.jsonl"
+    run = rollout(*TINY, "--policies", "sticky_least_loaded,kv_aware", "--json", "--trajectories", str(placements))
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
     simulated = json.loads(bench("simulate", "--workers", "2", "--groups", "2", "--samples", "2",
@@ -135,6 +136,12 @@ def test_a_live_rollout_reports_what_simulate_reports_for_each_policy(engine_jar
     assert report["workload"] == simulated["workload"]
     assert [r["policy"] for r in report["results"]] == ["sticky_least_loaded", "kv_aware"]
     for live, sim in zip(report["results"], simulated["results"]):
+        # Live alone: what each mock worker's engine model did, and whether it kept up with the wall clock.
+        engines = live.pop("worker_engines")
+        engine_keys = {"worker", "peak_used_blocks", "preemptions", "fell_behind", "behind_s"}
+        assert [set(e) for e in engines] == [engine_keys] * 2
+        assert sum(e["preemptions"] for e in engines) == live["preemptions"]
+        assert all(0 < e["peak_used_blocks"] <= live["kv_blocks_per_worker"] for e in engines)
         assert set(live) == set(sim) == RESULT_KEYS
         assert live["errors"] == 0
         assert live["turns"] == sim["turns"] == report["workload"]["turns"]
@@ -143,6 +150,13 @@ def test_a_live_rollout_reports_what_simulate_reports_for_each_policy(engine_jar
         assert 0 < live["prefix_hit_rate"] < 1
         assert live["group_latency_s"]["p50"] <= live["group_latency_s"]["p90"] <= live["group_latency_s"]["max"]
         assert live["makespan_s"] >= live["group_latency_s"]["max"] > 0
+    # Each arm's trajectories, each answered by one of the mock workers (sessions stick).
+    lines = [json.loads(line) for line in placements.read_text().splitlines()]
+    assert [line["policy"] for line in lines] == ["sticky_least_loaded"] * 4 + ["kv_aware"] * 4
+    assert {line["session_id"] for line in lines} == {"task00000_0", "task00000_1", "task00001_0", "task00001_1"}
+    assert all(len(line["workers"]) >= 1 and line["workers"][0].startswith("worker-") for line in lines)
+    assert sum(line["turns"] for line in lines) == 2 * report["workload"]["turns"]
+    assert min(line["start_s"] for line in lines) == 0
 
 
 def test_a_live_rollout_without_json_prints_the_simulate_table(engine_jar, tmp_path):
@@ -344,6 +358,8 @@ def test_calibrating_needs_vllm_latency_histograms_and_says_so_in_one_line(engin
     (["--worker-urls", "http://127.0.0.1:9", "--workers", "3"], "--workers 3 but --worker-urls names 1"),
     (["--model", "tiny-llama"], "--model is for real workers; give --worker-urls"),
     (["--calibrate"], "--calibrate is for real workers; give --worker-urls"),
+    (["--worker-urls", "http://127.0.0.1:9", "--trajectories", "t.jsonl"],
+     "--trajectories names the mock workers that answered each trajectory; drop --worker-urls"),
 ])
 def test_bad_real_vllm_arm_input_is_one_line(engine_jar, args, message):
     run = rollout(*args)

@@ -92,6 +92,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--ours", default=None, metavar="POLICIES",
                    help="with --router-python: also run these policies on this package's router, interleaved "
                         "with the other router's, on the same worker ports")
+    p.add_argument("--trajectories", default=None, metavar="FILE",
+                   help="write one JSON line per trajectory of every arm to FILE: the workers that answered it, "
+                        "its start and latency in model seconds (mock workers only)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--plot", default=DEFAULT_PLOT, metavar="PNG", help="where to draw (default: %(default)s)")
     return p
@@ -252,6 +255,7 @@ def run_arm(arm: Arm, pressure: str, blocks: int, ports: List[int], o: argparse.
             warm_up(url, o.warm_up)
             command = driver([*arguments, "--label", arm.label, "--pressure", pressure, "--router", url,
                               "--worker-urls", ",".join(workers.urls), "--time-scale", str(o.time_scale),
+                              *(["--trajectories", o.trajectories] if o.trajectories else []),
                               *(["--progress"] if progress else [])])
             done = subprocess.run(command, stdout=subprocess.PIPE, text=True)
     if done.returncode != 0:
@@ -309,6 +313,8 @@ class Prepared:
     def __init__(self, argv: Sequence[str]):
         self.options = o = parser().parse_args(list(argv))
         self.real = None
+        if o.trajectories is not None and o.worker_urls is not None:
+            raise BadInput("--trajectories names the mock workers that answered each trajectory; drop --worker-urls")
         if o.worker_urls is not None:
             if o.time_scale not in (None, 1):
                 raise BadInput(f"real vLLM workers run in real time: drop --time-scale (got {o.time_scale:g})")
@@ -375,6 +381,9 @@ class Prepared:
                 outcome.update(calibration=calibration._asdict(), simulated=self.simulated(calibration))
             return outcome
         ports = stable_ports(int(self.options.workers))
+        if self.options.trajectories is not None:
+            # Each arm's driver appends its trajectories.
+            open(self.options.trajectories, "w").close()
         results = []
         for pressure, blocks in self.blueprint["kv_blocks_per_worker"].items():
             for arm in self.arms:

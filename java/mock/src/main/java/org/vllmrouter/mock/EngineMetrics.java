@@ -56,6 +56,9 @@ final class EngineMetrics {
         o.put("preemptions", s.preemptions());
         o.put("recomputed_tokens", s.recomputedTokens());
         o.put("aborted", s.aborted());
+        o.put("peak_used_blocks", s.peakUsedBlocks());
+        o.put("fell_behind", s.fellBehind());
+        o.put("behind_seconds", s.behindSeconds());
         return o;
     }
 

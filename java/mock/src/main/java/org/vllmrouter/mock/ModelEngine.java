@@ -33,7 +33,8 @@ final class ModelEngine implements AutoCloseable {
 
     /** What the model has done so far, published after every step for readers on other threads. */
     record Stats(int running, int waiting, int usedBlocks, int capacityBlocks, long promptTokens, long hitTokens,
-                 double busySeconds, long preemptions, long recomputedTokens, long steps, long aborted) {
+                 double busySeconds, long preemptions, long recomputedTokens, long steps, long aborted,
+                 int peakUsedBlocks, long fellBehind, double behindSeconds) {
     }
 
     private final EngineModel model;
@@ -48,6 +49,15 @@ final class ModelEngine implements AutoCloseable {
     private volatile Stats stats;
     /** Turns dropped before they finished; written by the stepping thread only. */
     private long aborted;
+    /** The most blocks running requests held at once; written by the stepping thread only. */
+    private int peakUsedBlocks;
+    /**
+     * Times the thread was too far behind the modelled clock to catch up and started the next step from now, and the
+     * modelled seconds it dropped so: the model ran that much slower than the wall clock (times the time scale) while
+     * the clients' think times did not. Written by the stepping thread only.
+     */
+    private long fellBehind;
+    private double behindSeconds;
 
     /**
      * @param histories what each trajectory (by session id) has computed before, shared by the workers of a process
@@ -144,8 +154,11 @@ final class ModelEngine implements AutoCloseable {
                     continue;
                 }
                 long stepNanos = (long) (model.startStep() * timeScale * 1e9);
+                peakUsedBlocks = Math.max(peakUsedBlocks, model.usedBlocks());
                 long now = System.nanoTime();
                 if (now - deadline > MAX_LAG_NANOS) {
+                    fellBehind++;
+                    behindSeconds += (now - deadline) / (timeScale * 1e9);
                     deadline = now;
                 }
                 deadline += stepNanos;
@@ -182,6 +195,6 @@ final class ModelEngine implements AutoCloseable {
     private void publishStats() {
         stats = new Stats(model.runningCount(), model.waitingCount(), model.usedBlocks(), model.capacityBlocks(),
                 model.promptTokens(), model.hitTokens(), model.busySeconds(), model.preemptions(),
-                model.recomputedTokens(), model.steps(), aborted);
+                model.recomputedTokens(), model.steps(), aborted, peakUsedBlocks, fellBehind, behindSeconds);
     }
 }

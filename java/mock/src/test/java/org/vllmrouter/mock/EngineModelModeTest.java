@@ -106,6 +106,8 @@ class EngineModelModeTest {
         assertTrue(stats.get("hit_tokens").asLong() >= 48, stats.toString());
         assertTrue(stats.get("steps").asLong() > 0);
         assertEquals(256, stats.get("kv_blocks").asInt());
+        assertTrue(stats.get("peak_used_blocks").asInt() >= 4, "a 64-token prompt held 4 blocks: " + stats);
+        assertTrue(stats.has("fell_behind") && stats.has("behind_seconds"), stats.toString());
         assertEquals(404, Http.get(plain + "/engine_stats").statusCode());
         assertTrue(Http.get(plain + "/metrics").body().contains("vllm:num_requests_running"));
     }

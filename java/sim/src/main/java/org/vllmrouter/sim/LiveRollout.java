@@ -59,8 +59,28 @@ public final class LiveRollout {
         }
     }
 
+    /**
+     * What one mock worker's engine model did over the run: the most KV blocks its running requests held at once,
+     * its preemptions, and how often and by how many modelled seconds it fell too far behind the wall clock to catch
+     * up (the machine did not keep up at this time scale).
+     */
+    public record WorkerEngine(URI worker, int peakUsedBlocks, long preemptions, long fellBehind,
+                               double behindSeconds) {
+    }
+
+    /**
+     * One trajectory of a live run: the workers that answered it (their {@code worker_id}, in order, a worker again
+     * only after another; a streamed turn's worker is not told), its start from the batch's first start and its
+     * latency, in model seconds.
+     */
+    public record TrajectoryPlacement(String sessionId, String group, List<String> workers, int turns, double start,
+                                      double latency) {
+    }
+
     private static final class Run {
         final Trajectory trajectory;
+        final List<String> workers = Collections.synchronizedList(new ArrayList<>());
+        int turnsSent;
         long start;
         long end;
 
@@ -78,6 +98,8 @@ public final class LiveRollout {
     private final AtomicLong cachedTokens = new AtomicLong();
     private final AtomicInteger done = new AtomicInteger();
     private final List<Double> turnLatencies = Collections.synchronizedList(new ArrayList<>());
+    private final List<WorkerEngine> workerEngines = new ArrayList<>();
+    private final List<TrajectoryPlacement> placements = new ArrayList<>();
 
     public LiveRollout(Workload workload, Target target) {
         this.workload = workload;
@@ -93,47 +115,61 @@ public final class LiveRollout {
     public SimulationResult run(String policy, String pressure, int kvBlocksPerWorker, IntConsumer trajectoryDone)
             throws IOException, InterruptedException {
         List<Run> runs = new ArrayList<>();
-        List<CompletableFuture<Void>> all = new ArrayList<>();
+        List<HttpRequest> openings = new ArrayList<>();
         for (Trajectory t : workload.trajectories()) {
-            Run run = new Run(t);
-            runs.add(run);
-            all.add(turn(run, 0).thenRun(() -> trajectoryDone.accept(done.incrementAndGet())));
+            runs.add(new Run(t));
+            openings.add(request(t, t.turns().get(0)));
+        }
+        // Every opening request is built before the batch starts, as a trainer's are ready when it starts its batch.
+        long opened = System.nanoTime();
+        List<CompletableFuture<Void>> all = new ArrayList<>();
+        for (int i = 0; i < runs.size(); i++) {
+            all.add(turn(runs.get(i), 0, openings.get(i), opened)
+                    .thenRun(() -> trajectoryDone.accept(done.incrementAndGet())));
         }
         CompletableFuture.allOf(all.toArray(CompletableFuture[]::new)).join();
         return result(policy, pressure, kvBlocksPerWorker, runs);
     }
 
-    private CompletableFuture<Void> turn(Run run, int k) {
+    /**
+     * Sends turn {@code k} ({@code request}) once its think time, counted from {@code thinkFrom}, is over. The request
+     * is built before: at a time scale below 1 the driver's own work would otherwise stretch every think time by that
+     * work divided by the scale, which a trainer at real time does not see.
+     */
+    private CompletableFuture<Void> turn(Run run, int k, HttpRequest request, long thinkFrom) {
         Turn turn = run.trajectory.turns().get(k);
-        long delayNanos = (long) (turn.delaySeconds() * target.timeScale() * 1e9);
+        long waitNanos = thinkFrom + (long) (turn.delaySeconds() * target.timeScale() * 1e9) - System.nanoTime();
         return CompletableFuture.runAsync(() -> { },
-                        CompletableFuture.delayedExecutor(delayNanos, TimeUnit.NANOSECONDS))
+                        CompletableFuture.delayedExecutor(Math.max(0, waitNanos), TimeUnit.NANOSECONDS))
                 .thenCompose(v -> {
                     if (k == 0) {
                         run.start = System.nanoTime();
                     }
                     turns.incrementAndGet();
+                    run.turnsSent++;
                     long sent = System.nanoTime();
-                    return send(run.trajectory, turn).thenApply(answered -> {
+                    return send(run, turn, request).thenApply(answered -> {
                         turnLatencies.add((System.nanoTime() - sent) / (target.timeScale() * 1e9));
                         return answered;
                     });
                 })
                 .exceptionally(e -> false)
                 .thenCompose(answered -> {
+                    long answeredAt = System.nanoTime();
                     if (!answered) {
                         errors.incrementAndGet();
                     }
                     if (answered && !turn.abandoned() && k + 1 < run.trajectory.turns().size()) {
-                        return turn(run, k + 1);
+                        return turn(run, k + 1, request(run.trajectory, run.trajectory.turns().get(k + 1)),
+                                answeredAt);
                     }
-                    run.end = System.nanoTime();
+                    run.end = answeredAt;
                     return finishSession(run.trajectory.sessionId());
                 });
     }
 
-    /** Sends one turn; true once it is answered (or, abandoned, once its tokens were generated). */
-    private CompletableFuture<Boolean> send(Trajectory t, Turn turn) {
+    /** The request of {@code turn} of {@code t}. */
+    private HttpRequest request(Trajectory t, Turn turn) {
         ObjectNode body = JSON.createObjectNode();
         body.put("model", target.model());
         body.put("prompt", target.realVllm() ? PromptContent.words(t, turn.promptTokens())
@@ -147,12 +183,16 @@ public final class LiveRollout {
         if (turn.abandoned()) {
             body.put("stream", true);
         }
-        HttpRequest request = HttpRequest.newBuilder(target.router().resolve("/v1/completions"))
+        return HttpRequest.newBuilder(target.router().resolve("/v1/completions"))
                 .timeout(TURN_TIMEOUT)
                 .header("Content-Type", "application/json")
                 .header("X-Session-ID", t.sessionId())
                 .POST(HttpRequest.BodyPublishers.ofString(body.toString()))
                 .build();
+    }
+
+    /** Sends {@code request}, one turn; true once it is answered (or, abandoned, once its tokens were generated). */
+    private CompletableFuture<Boolean> send(Run run, Turn turn, HttpRequest request) {
         if (turn.abandoned()) {
             return client.sendAsync(request, HttpResponse.BodyHandlers.ofPublisher()).thenCompose(r -> {
                 LeaveAfter reader = new LeaveAfter(turn.outputTokens(), target.realVllm());
@@ -160,15 +200,21 @@ public final class LiveRollout {
                 return r.statusCode() == 200 ? reader.left : reader.left.thenApply(left -> false);
             });
         }
-        return client.sendAsync(request, HttpResponse.BodyHandlers.ofByteArray()).thenApply(this::answered);
+        return client.sendAsync(request, HttpResponse.BodyHandlers.ofByteArray()).thenApply(r -> answered(run, r));
     }
 
-    private boolean answered(HttpResponse<byte[]> response) {
+    private boolean answered(Run run, HttpResponse<byte[]> response) {
         if (response.statusCode() != 200) {
             return false;
         }
         try {
-            JsonNode usage = JSON.readTree(response.body()).path("usage");
+            JsonNode answer = JSON.readTree(response.body());
+            String worker = answer.path("worker_id").asText("");
+            boolean moved = run.workers.isEmpty() || !worker.equals(run.workers.get(run.workers.size() - 1));
+            if (!worker.isEmpty() && moved) {
+                run.workers.add(worker);
+            }
+            JsonNode usage = answer.path("usage");
             promptTokens.addAndGet(usage.path("prompt_tokens").asLong());
             cachedTokens.addAndGet(usage.path("prompt_tokens_details").path("cached_tokens").asLong());
             return true;
@@ -269,6 +315,8 @@ public final class LiveRollout {
             double end = (run.end - batchStart) / scale;
             makespan = Math.max(makespan, end);
             trajectoryLatency[i] = end - start;
+            placements.add(new TrajectoryPlacement(run.trajectory.sessionId(), run.trajectory.group(),
+                    List.copyOf(run.workers), run.turnsSent, start, end - start));
             double[] span = groupSpan.computeIfAbsent(run.trajectory.group(),
                     g -> new double[] {Double.POSITIVE_INFINITY, 0});
             span[0] = Math.min(span[0], start);
@@ -286,6 +334,9 @@ public final class LiveRollout {
             busy += seconds;
             recomputed += stats.path("recomputed_tokens").asLong();
             preemptions += stats.path("preemptions").asLong();
+            workerEngines.add(new WorkerEngine(worker, stats.path("peak_used_blocks").asInt(),
+                    stats.path("preemptions").asLong(), stats.path("fell_behind").asLong(),
+                    stats.path("behind_seconds").asDouble()));
         }
         double meanBusy = target.workers().isEmpty() ? 0 : busy / target.workers().size();
         long prompt = promptTokens.get();
@@ -301,6 +352,16 @@ public final class LiveRollout {
                 prompt == 0 ? 0 : (double) cachedTokens.get() / prompt, recomputed,
                 meanBusy == 0 ? 0 : busiest / meanBusy, preemptions, turns.get(), errors.get(),
                 Arrays.stream(groupLatency).boxed().toList());
+    }
+
+    /** Every trajectory of the run, in the workload's order; after {@link #run}. */
+    public List<TrajectoryPlacement> placements() {
+        return List.copyOf(placements);
+    }
+
+    /** Each mock worker's engine figures, in the order of the target's workers; after {@link #run} (none for vLLM). */
+    public List<WorkerEngine> workerEngines() {
+        return List.copyOf(workerEngines);
     }
 
     private JsonNode engineStats(URI worker) throws IOException, InterruptedException {

@@ -1,13 +1,20 @@
 package org.vllmrouter.sim;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.PrintWriter;
+import java.io.Writer;
 import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.concurrent.Callable;
 import org.vllmrouter.mock.rollout.CostConstants;
 import org.vllmrouter.mock.rollout.Pressure;
@@ -61,6 +68,11 @@ public final class RolloutMain implements Callable<Integer> {
 
     @Option(names = "--progress", description = "Keep a progress line on stderr, one update per trajectory.")
     private boolean progress;
+
+    @Option(names = "--trajectories", paramLabel = "FILE",
+            description = "Append one JSON line per trajectory to FILE: the workers that answered it, its start and "
+                    + "latency in model seconds.")
+    private Path trajectories;
 
     private PrintStream out = System.out;
     private PrintStream err = System.err;
@@ -121,7 +133,8 @@ public final class RolloutMain implements Callable<Integer> {
         }
         int total = workload.trajectories().size();
         String policy = label != null ? label : policies.get(0);
-        SimulationResult result = new LiveRollout(workload, target).run(policy, levels.get(0).name(),
+        LiveRollout live = new LiveRollout(workload, target);
+        SimulationResult result = live.run(policy, levels.get(0).name(),
                 blocksPerWorker(workload, levels.get(0)), n -> {
                     if (progress) {
                         synchronized (err) {
@@ -133,9 +146,62 @@ public final class RolloutMain implements Callable<Integer> {
         if (progress) {
             err.println();
         }
-        ResultJson.put(result, root.putArray("results").addObject(), true);
+        ObjectNode row = root.putArray("results").addObject();
+        ResultJson.put(result, row, true);
+        putWorkerEngines(live.workerEngines(), row, policy);
+        if (trajectories != null) {
+            appendPlacements(live.placements(), policy, levels.get(0).name());
+        }
         out.println(JSON.writeValueAsString(root));
         return 0;
+    }
+
+    private void appendPlacements(List<LiveRollout.TrajectoryPlacement> placements, String policy, String pressure)
+            throws IOException {
+        try (Writer w = Files.newBufferedWriter(trajectories, StandardCharsets.UTF_8, StandardOpenOption.CREATE,
+                StandardOpenOption.APPEND)) {
+            for (LiveRollout.TrajectoryPlacement p : placements) {
+                ObjectNode o = JSON.createObjectNode();
+                o.put("policy", policy);
+                o.put("pressure", pressure);
+                o.put("session_id", p.sessionId());
+                o.put("group", p.group());
+                p.workers().forEach(o.putArray("workers")::add);
+                o.put("turns", p.turns());
+                o.put("start_s", Math.round(p.start() * 1000) / 1000.0);
+                o.put("latency_s", Math.round(p.latency() * 1000) / 1000.0);
+                w.write(JSON.writeValueAsString(o));
+                w.write('\n');
+            }
+        }
+    }
+
+    /**
+     * Each mock worker's engine figures under {@code worker_engines}, and one line on stderr when an engine model fell
+     * behind the wall clock: then the run measured the machine as much as the policy.
+     */
+    private void putWorkerEngines(List<LiveRollout.WorkerEngine> engines, ObjectNode row, String policy) {
+        if (engines.isEmpty()) {
+            return;
+        }
+        ArrayNode all = row.putArray("worker_engines");
+        long fellBehind = 0;
+        double behindSeconds = 0;
+        for (LiveRollout.WorkerEngine e : engines) {
+            ObjectNode o = all.addObject();
+            o.put("worker", e.worker().toString());
+            o.put("peak_used_blocks", e.peakUsedBlocks());
+            o.put("preemptions", e.preemptions());
+            o.put("fell_behind", e.fellBehind());
+            o.put("behind_s", Math.round(e.behindSeconds() * 1000) / 1000.0);
+            fellBehind += e.fellBehind();
+            behindSeconds += e.behindSeconds();
+        }
+        if (fellBehind > 0) {
+            err.printf(Locale.ROOT, "rollout: %s: the workers' engine models fell behind the wall clock %d times and "
+                    + "dropped %.1f model seconds in all; this machine did not keep up at --time-scale %s%n",
+                    policy, fellBehind, behindSeconds, timeScale);
+        }
     }
 
     private int blocksPerWorker(Workload workload, Pressure level) {

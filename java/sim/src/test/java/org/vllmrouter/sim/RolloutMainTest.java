@@ -11,6 +11,8 @@ import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.vllmrouter.mock.MockConfig;
@@ -47,14 +49,15 @@ class RolloutMainTest {
     }
 
     @Test
-    void aLiveRunDrivesEveryTurnAndMeasuresFromTheAnswersAndTheWorkers() throws Exception {
+    void aLiveRunDrivesEveryTurnAndMeasuresFromTheAnswersAndTheWorkers(@TempDir Path dir) throws Exception {
         try (MockWorkers worker = MockWorkers.start(MockConfig.builder().count(1)
                 .all(k -> k.engineModel(true).cacheBlocks(2_000).timeScale(0.3)).build())) {
             String url = worker.urls().get(0);
             String[] shape = {"--workers", "1", "--groups", "2", "--samples", "3", "--abandon", "0.3", "--seed", "4"};
             JsonNode plan = JSON.readTree(rollout(concat(shape, "--plan")).out()).get("workload");
+            Path placements = dir.resolve("trajectories.jsonl");
             Outcome o = rollout(concat(shape, "--label", "other-router:round_robin", "--router", url,
-                    "--worker-urls", url, "--time-scale", "0.3"));
+                    "--worker-urls", url, "--time-scale", "0.3", "--trajectories", placements.toString()));
             assertEquals(0, o.status(), o.err());
             JsonNode root = JSON.readTree(o.out());
             assertEquals(plan, root.get("workload"));
@@ -70,6 +73,20 @@ class RolloutMainTest {
             assertTrue(r.get("makespan_s").asDouble() >= r.at("/group_latency_s/max").asDouble());
             JsonNode stats = JSON.readTree(URI.create(url + "/engine_stats").toURL());
             assertTrue(stats.get("aborted").asInt() >= 1, "an abandoned turn's client left before its end");
+            JsonNode engine = r.get("worker_engines").get(0);
+            assertEquals(url, engine.get("worker").asText());
+            assertEquals(stats.get("peak_used_blocks").asInt(), engine.get("peak_used_blocks").asInt());
+            List<JsonNode> lines = new ArrayList<>();
+            for (String line : Files.readAllLines(placements)) {
+                lines.add(JSON.readTree(line));
+            }
+            assertEquals(plan.get("trajectories").asInt(), lines.size(), "one line per trajectory");
+            assertEquals(plan.get("turns").asInt(), lines.stream().mapToInt(l -> l.get("turns").asInt()).sum());
+            assertTrue(lines.stream().anyMatch(l -> l.get("workers").size() == 1), lines.toString());
+            for (JsonNode l : lines) {
+                assertEquals("other-router:round_robin", l.get("policy").asText());
+                l.get("workers").forEach(w -> assertEquals(worker.worker(0).id(), w.asText(), l.toString()));
+            }
         }
     }
 
