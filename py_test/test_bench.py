@@ -295,6 +295,20 @@ def test_more_bad_rollout_input_is_one_line(engine_jar, args, message):
     assert run.stderr == f"python -m vllm_router.bench rollout: {message}\n"
 
 
+def test_an_unwritable_trajectories_file_stops_the_run_before_any_router_starts(engine_jar, tmp_path):
+    started = tmp_path / "started"
+    python = tmp_path / "python"
+    python.write_text(f"#!/bin/sh\ntouch {started}\nexit 1\n")
+    python.chmod(0o755)
+    placements = tmp_path / "missing" / "trajectories.jsonl"
+    run = rollout("--workers", "2", "--router-python", str(python), "--trajectories", str(placements))
+    assert run.returncode == 2
+    assert run.stdout == ""
+    assert run.stderr == (f"python -m vllm_router.bench rollout: --trajectories {placements}: "
+                          "No such file or directory\n")
+    assert not started.exists()
+
+
 def test_a_malformed_trace_line_stops_the_run_before_any_router_starts(engine_jar, tmp_path):
     started = tmp_path / "started"
     python = tmp_path / "python"

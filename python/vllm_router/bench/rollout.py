@@ -315,6 +315,13 @@ class Prepared:
         self.real = None
         if o.trajectories is not None and o.worker_urls is not None:
             raise BadInput("--trajectories names the mock workers that answered each trajectory; drop --worker-urls")
+        if o.trajectories is not None:
+            # Emptied now, so that a path that cannot be written stops the run before any router starts; each
+            # arm's driver appends its trajectories.
+            try:
+                open(o.trajectories, "w").close()
+            except OSError as e:
+                raise BadInput(f"--trajectories {o.trajectories}: {e.strerror}") from None
         if o.worker_urls is not None:
             if o.time_scale not in (None, 1):
                 raise BadInput(f"real vLLM workers run in real time: drop --time-scale (got {o.time_scale:g})")
@@ -381,9 +388,6 @@ class Prepared:
                 outcome.update(calibration=calibration._asdict(), simulated=self.simulated(calibration))
             return outcome
         ports = stable_ports(int(self.options.workers))
-        if self.options.trajectories is not None:
-            # Each arm's driver appends its trajectories.
-            open(self.options.trajectories, "w").close()
         results = []
         for pressure, blocks in self.blueprint["kv_blocks_per_worker"].items():
             for arm in self.arms:
