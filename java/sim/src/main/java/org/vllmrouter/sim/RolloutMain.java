@@ -9,7 +9,9 @@ import java.io.PrintWriter;
 import java.io.Writer;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.AccessDeniedException;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
@@ -134,45 +136,63 @@ public final class RolloutMain implements Callable<Integer> {
         int total = workload.trajectories().size();
         String policy = label != null ? label : policies.get(0);
         LiveRollout live = new LiveRollout(workload, target);
-        SimulationResult result = live.run(policy, levels.get(0).name(),
-                blocksPerWorker(workload, levels.get(0)), n -> {
-                    if (progress) {
-                        synchronized (err) {
-                            err.printf("\rrollout: %s: %d/%d trajectories done\u001b[K", policy, n, total);
-                            err.flush();
+        Writer placements = openPlacements();
+        try (placements) {
+            SimulationResult result = live.run(policy, levels.get(0).name(),
+                    blocksPerWorker(workload, levels.get(0)), n -> {
+                        if (progress) {
+                            synchronized (err) {
+                                err.printf("\rrollout: %s: %d/%d trajectories done\u001b[K", policy, n, total);
+                                err.flush();
+                            }
                         }
-                    }
-                });
-        if (progress) {
-            err.println();
-        }
-        ObjectNode row = root.putArray("results").addObject();
-        ResultJson.put(result, row, true);
-        putWorkerEngines(live.workerEngines(), row, policy);
-        if (trajectories != null) {
-            appendPlacements(live.placements(), policy, levels.get(0).name());
+                    });
+            if (progress) {
+                err.println();
+            }
+            ObjectNode row = root.putArray("results").addObject();
+            ResultJson.put(result, row, true);
+            putWorkerEngines(live.workerEngines(), row, policy);
+            if (placements != null) {
+                writePlacements(live.placements(), policy, levels.get(0).name(), placements);
+            }
         }
         out.println(JSON.writeValueAsString(root));
         return 0;
     }
 
-    private void appendPlacements(List<LiveRollout.TrajectoryPlacement> placements, String policy, String pressure)
-            throws IOException {
-        try (Writer w = Files.newBufferedWriter(trajectories, StandardCharsets.UTF_8, StandardOpenOption.CREATE,
-                StandardOpenOption.APPEND)) {
-            for (LiveRollout.TrajectoryPlacement p : placements) {
-                ObjectNode o = JSON.createObjectNode();
-                o.put("policy", policy);
-                o.put("pressure", pressure);
-                o.put("session_id", p.sessionId());
-                o.put("group", p.group());
-                p.workers().forEach(o.putArray("workers")::add);
-                o.put("turns", p.turns());
-                o.put("start_s", Math.round(p.start() * 1000) / 1000.0);
-                o.put("latency_s", Math.round(p.latency() * 1000) / 1000.0);
-                w.write(JSON.writeValueAsString(o));
-                w.write('\n');
-            }
+    /**
+     * The {@code --trajectories} file, opened for appending before the run so that a path that cannot be written
+     * stops it before any traffic; null without the option.
+     */
+    private Writer openPlacements() throws BadInput {
+        if (trajectories == null) {
+            return null;
+        }
+        try {
+            return Files.newBufferedWriter(trajectories, StandardCharsets.UTF_8, StandardOpenOption.CREATE,
+                    StandardOpenOption.APPEND);
+        } catch (IOException e) {
+            String why = e instanceof NoSuchFileException ? "its directory does not exist"
+                    : e instanceof AccessDeniedException ? "permission denied" : e.toString();
+            throw new BadInput("--trajectories " + trajectories + " cannot be written: " + why);
+        }
+    }
+
+    private static void writePlacements(List<LiveRollout.TrajectoryPlacement> placements, String policy,
+                                        String pressure, Writer w) throws IOException {
+        for (LiveRollout.TrajectoryPlacement p : placements) {
+            ObjectNode o = JSON.createObjectNode();
+            o.put("policy", policy);
+            o.put("pressure", pressure);
+            o.put("session_id", p.sessionId());
+            o.put("group", p.group());
+            p.workers().forEach(o.putArray("workers")::add);
+            o.put("turns", p.turns());
+            o.put("start_s", Math.round(p.start() * 1000) / 1000.0);
+            o.put("latency_s", Math.round(p.latency() * 1000) / 1000.0);
+            w.write(JSON.writeValueAsString(o));
+            w.write('\n');
         }
     }
 

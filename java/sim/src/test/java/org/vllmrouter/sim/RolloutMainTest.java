@@ -107,6 +107,10 @@ class RolloutMainTest {
                 "--worker-urls", "http://127.0.0.1:9"), "rollout: a live run needs --router and one --worker-urls");
         assertBad(rollout("--policies", "round_robin", "--workers", "1", "--router", "http://127.0.0.1:9",
                 "--worker-urls", "http://127.0.0.1:9", "--time-scale", "0"), "rollout: --time-scale must be > 0");
+        Path placements = dir.resolve("missing").resolve("trajectories.jsonl");
+        assertBad(rollout("--policies", "round_robin", "--workers", "1", "--router", "http://127.0.0.1:9",
+                "--worker-urls", "http://127.0.0.1:9", "--trajectories", placements.toString()),
+                "rollout: --trajectories " + placements + " cannot be written: its directory does not exist");
     }
 
     private static void assertBad(Outcome o, String start) {
