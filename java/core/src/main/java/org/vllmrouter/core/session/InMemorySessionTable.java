@@ -2,12 +2,9 @@ package org.vllmrouter.core.session;
 
 import java.time.Duration;
 import java.util.HashMap;
-import java.util.HashSet;
-import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Set;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongSupplier;
 import java.util.function.ToIntFunction;
@@ -33,10 +30,6 @@ import org.vllmrouter.core.worker.Worker;
  * session in active use survives a flood of one-off ids that turns the table over faster than G. (Such a
  * session may then expire up to 2G late.) An evicted session is released like a finished one (its
  * worker's count drops); if it comes back it starts anew.
- *
- * <p>A session's bindings are found by a {@link SessionIndex} rather than a {@link HashMap}: a known session's turn
- * is one lookup among every session the table holds, a cache miss at each dependent read, and the index makes fewer
- * of them (see its comment).
  *
  * <p>Each binding carries its session's {@link Trajectory} (token sums, turns, re-binds), handed to the
  * {@link TrajectoryEnds} when the binding is released, expires or is evicted.
@@ -66,7 +59,7 @@ public final class InMemorySessionTable implements SessionTable {
     private final TokensWithout tokensWithout = new TokensWithout();
 
     /** Session id -> its binding in one pool; bindings of the same id in other pools chain off it. */
-    private final SessionIndex<Binding> byId = new SessionIndex<>();
+    private final HashMap<String, Binding> byId = new HashMap<>();
     /** Worker URL -> its sessions; removed when it reaches zero. */
     private final HashMap<String, WorkerSessions> byWorker = new HashMap<>();
     /** Queue order: oldest queue time first. */
@@ -80,8 +73,7 @@ public final class InMemorySessionTable implements SessionTable {
     private long rebound;
 
     private static final class Binding {
-        /** The {@link SessionIndex#hash} of its session id, under which {@link #byId} finds it again. */
-        final int idHash;
+        final String sessionId;
         final String pool;
         WorkerSessions worker;
         /** The weight a placing policy gave it (its last prompt's tokens); 0 under sticky_least_loaded. */
@@ -96,8 +88,8 @@ public final class InMemorySessionTable implements SessionTable {
         int turns;
         int workerChanges;
 
-        Binding(int idHash, String pool) {
-            this.idHash = idHash;
+        Binding(String sessionId, String pool) {
+            this.sessionId = sessionId;
             this.pool = pool;
         }
     }
@@ -175,8 +167,7 @@ public final class InMemorySessionTable implements SessionTable {
             // Read under the lock so queue times never go backwards.
             long now = nanoClock.getAsLong();
             expireLocked(now, EXPIRY_BATCH_PER_ROUTE);
-            int idHash = SessionIndex.hash(sessionId);
-            Binding first = byId.get(sessionId, idHash);
+            Binding first = byId.get(sessionId);
             Binding b = first;
             while (b != null && !b.pool.equals(pool)) {
                 b = b.otherPool;
@@ -185,8 +176,7 @@ public final class InMemorySessionTable implements SessionTable {
             if (b != null) {
                 if (now - b.lastUsedNanos < ttlNanos) {
                     Worker current = find(candidates, b.worker);
-                    if (current != null
-                            && (placement == null || keeps(placement, b, sessionId, current, candidates, tokens))) {
+                    if (current != null && (placement == null || keeps(placement, b, current, candidates, tokens))) {
                         b.worker.tokens += tokens - b.tokens;
                         b.tokens = tokens;
                         b.lastUsedNanos = now;
@@ -204,11 +194,11 @@ public final class InMemorySessionTable implements SessionTable {
                 if (active >= maxSessions) {
                     evictLocked(now);
                     // The evicted binding may have been this id's in another pool.
-                    first = byId.get(sessionId, idHash);
+                    first = byId.get(sessionId);
                 }
-                b = new Binding(idHash, pool);
+                b = new Binding(sessionId, pool);
                 if (first == null) {
-                    byId.add(sessionId, idHash, b);
+                    byId.put(sessionId, b);
                 } else {
                     b.otherPool = first.otherPool;
                     first.otherPool = b;
@@ -264,7 +254,7 @@ public final class InMemorySessionTable implements SessionTable {
     public int release(String sessionId) {
         lock.lock();
         try {
-            Binding b = byId.remove(sessionId, SessionIndex.hash(sessionId));
+            Binding b = byId.remove(sessionId);
             int n = 0;
             for (; b != null; b = b.otherPool) {
                 end(b);
@@ -306,7 +296,7 @@ public final class InMemorySessionTable implements SessionTable {
     public void turnEnded(String pool, String sessionId, long promptTokens, long cachedTokens) {
         lock.lock();
         try {
-            Binding b = byId.get(sessionId, SessionIndex.hash(sessionId));
+            Binding b = byId.get(sessionId);
             while (b != null && !b.pool.equals(pool)) {
                 b = b.otherPool;
             }
@@ -330,7 +320,7 @@ public final class InMemorySessionTable implements SessionTable {
         lock.lock();
         try {
             Trajectory sum = null;
-            for (Binding b = byId.get(sessionId, SessionIndex.hash(sessionId)); b != null; b = b.otherPool) {
+            for (Binding b = byId.get(sessionId); b != null; b = b.otherPool) {
                 Trajectory t = trajectoryOf(b);
                 sum = sum == null ? t : sum.plus(t);
             }
@@ -353,41 +343,45 @@ public final class InMemorySessionTable implements SessionTable {
     }
 
     /**
-     * Checks the table's structure (for tests, after every step, as Caffeine validates its caches): the index's own
-     * ({@link SessionIndex#checkStructure}), every binding it chains is under its id's hash and in a pool of its own
-     * for that id, the queue's links agree both ways and its queue times never go backwards, every queued binding is
-     * indexed and nothing else is, and each worker's count is the number of its bindings, never zero, and its tokens
-     * the sum of theirs.
+     * Checks the table's structure (for tests, after every step, as Caffeine validates its caches): the queue's
+     * links agree both ways and its queue times never go backwards, every queued binding is indexed by its id
+     * (one per pool) and nothing else is, and each worker's count is the number of its bindings, never zero, and its
+     * tokens the sum of theirs.
      */
     void checkStructure() {
         lock.lock();
         try {
-            byId.checkStructure();
-            Map<Binding, String> idOf = new IdentityHashMap<>();
-            byId.forEach((id, first) -> {
-                Set<String> pools = new HashSet<>();
-                for (Binding b = first; b != null; b = b.otherPool) {
-                    require(b.idHash == SessionIndex.hash(id), "binding of " + id + " under another hash");
-                    require(pools.add(b.pool), "two bindings of " + id + " in pool " + b.pool);
-                    require(idOf.put(b, id) == null, "a binding of " + id + " is indexed twice");
-                }
-            });
             Map<WorkerSessions, Integer> perWorker = new HashMap<>();
             Map<WorkerSessions, Long> tokensPerWorker = new HashMap<>();
             long queued = 0;
             Binding older = null;
             for (Binding b = oldest; b != null; older = b, b = b.newer) {
-                String id = idOf.get(b);
-                require(id != null, "a binding of pool " + b.pool + " is queued but not indexed");
-                require(b.older == older, "queue links disagree at " + id);
-                require(older == null || older.queuedNanos <= b.queuedNanos, "queue times go backwards at " + id);
-                require(b.worker != null && byWorker.get(b.worker.url) == b.worker, "unknown worker of " + id);
+                require(b.older == older, "queue links disagree at " + b.sessionId);
+                require(older == null || older.queuedNanos <= b.queuedNanos,
+                        "queue times go backwards at " + b.sessionId);
+                require(b.worker != null && byWorker.get(b.worker.url) == b.worker,
+                        "unknown worker of " + b.sessionId);
+                boolean indexed = false;
+                for (Binding other = byId.get(b.sessionId); other != null; other = other.otherPool) {
+                    indexed |= other == b;
+                    require(other == b || !other.pool.equals(b.pool),
+                            "two bindings of " + b.sessionId + " in one pool");
+                }
+                require(indexed, b.sessionId + " is queued but not indexed");
                 perWorker.merge(b.worker, 1, Integer::sum);
                 tokensPerWorker.merge(b.worker, b.tokens, Long::sum);
                 queued++;
             }
             require(older == newest, "the queue's tail is not its newest binding");
-            require(idOf.size() == queued, idOf.size() + " bindings indexed, " + queued + " queued");
+            long indexed = 0;
+            for (Map.Entry<String, Binding> e : byId.entrySet()) {
+                for (Binding b = e.getValue(); b != null; b = b.otherPool) {
+                    require(b.sessionId.equals(e.getKey()),
+                            "binding of " + b.sessionId + " indexed as " + e.getKey());
+                    indexed++;
+                }
+            }
+            require(indexed == queued, indexed + " bindings indexed, " + queued + " queued");
             require(active == queued, "active " + active + ", queued " + queued);
             for (WorkerSessions ws : byWorker.values()) {
                 require(ws.count > 0 && ws.count == perWorker.getOrDefault(ws, 0),
@@ -443,11 +437,10 @@ public final class InMemorySessionTable implements SessionTable {
     }
 
     /** Asks {@code placement} whether {@code b} stays on {@code current}, its own weight left out of the sums. */
-    private boolean keeps(Placement placement, Binding b, String sessionId, Worker current, List<Worker> candidates,
-                          long tokens) {
+    private boolean keeps(Placement placement, Binding b, Worker current, List<Worker> candidates, long tokens) {
         tokensWithout.binding = b;
         try {
-            return placement.keeps(current, candidates, sessionId, tokens, tokensWithout);
+            return placement.keeps(current, candidates, b.sessionId, tokens, tokensWithout);
         } finally {
             tokensWithout.binding = null;
         }
@@ -513,14 +506,13 @@ public final class InMemorySessionTable implements SessionTable {
         b.tokens = 0;
     }
 
-    /** Drops an expired or evicted binding from {@link #byId}, where its session's first binding chains it. */
     private void removeFromIndex(Binding b) {
-        Binding first = byId.find(b.idHash, f -> chains(f, b));
+        Binding first = byId.get(b.sessionId);
         if (first == b) {
             if (b.otherPool == null) {
-                byId.removeValue(b.idHash, b);
+                byId.remove(b.sessionId);
             } else {
-                byId.replace(b.idHash, b, b.otherPool);
+                byId.put(b.sessionId, b.otherPool);
             }
             return;
         }
@@ -530,15 +522,6 @@ public final class InMemorySessionTable implements SessionTable {
                 return;
             }
         }
-    }
-
-    private static boolean chains(Binding first, Binding b) {
-        for (Binding other = first; other != null; other = other.otherPool) {
-            if (other == b) {
-                return true;
-            }
-        }
-        return false;
     }
 
     private void linkNewest(Binding b, long now) {
