@@ -214,6 +214,43 @@ class InMemorySessionTableTest {
     }
 
     @Test
+    void idsWithEqualStringHashesAreDistinctSessions() {
+        // "AaAa", "AaBB", "BBAa", "BBBB", ...: one String hash, so the table tells them apart by their characters.
+        InMemorySessionTable table = new InMemorySessionTable(Duration.ofHours(1), 1_000, clock::get);
+        List<Worker> ws = workers(3);
+        List<String> ids = new ArrayList<>();
+        for (int bits = 0; bits < 64; bits++) {
+            StringBuilder id = new StringBuilder();
+            for (int k = 0; k < 6; k++) {
+                id.append((bits >> k & 1) == 0 ? "Aa" : "BB");
+            }
+            ids.add(id.toString());
+        }
+        Map<String, String> workerOf = new java.util.HashMap<>();
+        for (String id : ids) {
+            SessionTable.Assignment a = table.route("", id, ws);
+            assertEquals(SessionTable.Outcome.STARTED, a.outcome(), id);
+            workerOf.put(id, a.worker().url());
+        }
+        for (int i = 0; i < ids.size(); i += 2) {
+            assertEquals(1, table.release(ids.get(i)), ids.get(i));
+        }
+        table.checkStructure();
+        for (int i = 0; i < ids.size(); i++) {
+            String id = new String(ids.get(i).toCharArray());
+            SessionTable.Assignment a = table.route("", id, ws);
+            if (i % 2 == 0) {
+                assertEquals(SessionTable.Outcome.STARTED, a.outcome(), id);
+            } else {
+                assertEquals(SessionTable.Outcome.EXISTING, a.outcome(), id);
+                assertEquals(workerOf.get(id), a.worker().url(), id);
+            }
+        }
+        assertEquals(64, table.stats().activeSessions());
+        table.checkStructure();
+    }
+
+    @Test
     void aMillionDistinctIdsKeepTheTableAtItsBound() {
         InMemorySessionTable table = new InMemorySessionTable(Duration.ofHours(2), 100_000, clock::get);
         List<Worker> ws = workers(8);

@@ -34,8 +34,8 @@ public abstract class SessionTableContract {
     private static final String SEED_PROPERTY = "session.contract.seed";
     private static final int STEPS = 300;
     private static final String[] POOLS = {"", "m1", "m2"};
-    /** Ids that must stay distinct: case, spaces, the separators of a store's keys. */
-    private static final String[] ODD_IDS = {"s", "S", "s ", "s:1", "{s}", "s|m1", "s%7B", "ü"};
+    /** Ids that must stay distinct: case, spaces, the separators of a store's keys, equal String hashes. */
+    private static final String[] ODD_IDS = {"s", "S", "s ", "s:1", "{s}", "s|m1", "s%7B", "ü", "AaBB", "BBAa", "BBBB"};
 
     /** A new, empty table with {@link #TTL} on {@code clockMillis}. */
     protected abstract SessionTable newTable(Duration ttl, LongSupplier clockMillis) throws Exception;
