@@ -5,17 +5,14 @@ import java.util.List;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
-import io.netty.buffer.ByteBufAllocator;
-import io.netty.util.internal.PlatformDependent;
-
 /**
  * Work the {@code python} command's main thread would do later, started on daemon threads as the
  * command begins so that it runs on the second core while the main thread builds GraalPy's context.
  * Every run's GraalPy start makes the JVM's platform MBean server (its {@code PythonUtils} class
  * initialiser) and loads classes from the signed BouncyCastle jars, whose signatures the JVM
- * verifies on the first class it loads from each; a program's {@code launch()}, what the command
- * is for, initialises Netty's platform probes and default buffer allocator. (Jackson is not here:
- * {@link PythonProgram} makes its mapper on the main thread at once.)
+ * verifies on the first class it loads from each. (Not the engine's classes: they are initialised
+ * only by a program that launches a router, and warming them did not make the first routed request
+ * sooner; see docs/perf/startup.md.)
  *
  * <p>Each piece is idempotent JVM-wide state the main thread would create the same way: the MBean
  * server is a singleton, class loading and initialisation happen once whichever thread asks first
@@ -40,10 +37,7 @@ final class PythonStartWarmUp {
         // Two threads: the signature check and the MBean server are each needed early, and
         // one would otherwise wait behind the other.
         daemon("vllm-router-warm-up-jars", PythonStartWarmUp::loadSignedJars);
-        daemon("vllm-router-warm-up", () -> {
-            ManagementFactory.getPlatformMBeanServer();
-            initialiseEngineClasses();
-        });
+        daemon("vllm-router-warm-up-mbeans", ManagementFactory::getPlatformMBeanServer);
     }
 
     private static void daemon(String name, Runnable work) {
@@ -69,10 +63,5 @@ final class PythonStartWarmUp {
                 throw new IllegalStateException(e);
             }
         }
-    }
-
-    private static void initialiseEngineClasses() {
-        PlatformDependent.hasUnsafe();
-        ByteBufAllocator.DEFAULT.isDirectBufferPooled();
     }
 }
