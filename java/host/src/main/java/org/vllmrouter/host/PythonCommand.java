@@ -52,7 +52,6 @@ final class PythonCommand implements Callable<Integer> {
         }
         // The engine logs as it does in its own process (the process bridge's child JVM).
         EngineLogging.useOneLineFormat();
-        PythonStartWarmUp.start();
         return PythonProgram.runAsThisProcess(commandLine);
     }
 }
