@@ -87,10 +87,10 @@ def test_session_answers_have_the_process_bridges_keys_types_and_order(launcher,
 
 def test_an_in_process_launch_leaves_the_other_paths_modules_unimported(launcher, mock_workers):
     """Under GraalPy each module is interpreted at import; the command-line parser, the control
-    calls' urllib, `start()`'s signal handling and typing are not needed to launch (as on CPython:
+    calls' urllib and `start()`'s signal handling are not needed to launch (as on CPython:
     py_test/unit/test_launcher_imports.py)."""
     hosted = run([str(launcher), "python", str(LAUNCH_IMPORTS), *mock_workers])
     assert hosted.returncode == 0, hosted.stderr
     imported = json.loads(hosted.stdout)
     assert "vllm_router.bridge.graal" in imported
-    assert [m for m in ("argparse", "urllib.parse", "ipaddress", "signal", "typing", "logging") if m in imported] == []
+    assert [m for m in ("argparse", "urllib.parse", "ipaddress", "signal", "logging") if m in imported] == []

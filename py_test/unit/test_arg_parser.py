@@ -1,8 +1,11 @@
 """Argument parsing: upstream's test_arg_parser behaviours (reference section 8.1)."""
 
 import argparse
+import dataclasses
 import json
 import pickle
+import typing
+from typing import Dict, List, Optional
 
 import pytest
 
@@ -182,6 +185,27 @@ class TestRouterArgs:
         assert False or args.pd_disaggregation is False
         config = json.loads(router_args_to_config_json(args))
         assert config["port"] == 40123 and config["prometheus_port"] == 29123
+
+
+class TestFieldTypes:
+    """`dataclasses.fields(RouterArgs)[i].type` is what upstream's is: a typing object, not a string,
+    so config tools that read the fields (or `typing.get_type_hints`) see upstream's types."""
+
+    def test_fields_carry_upstreams_typing_objects(self):
+        types = {f.name: f.type for f in dataclasses.fields(RouterArgs)}
+        assert types["worker_urls"] == List[str]
+        assert types["port"] is int
+        assert types["prefill_urls"] == List[tuple]
+        assert types["prefill_policy"] == Optional[str]
+        assert types["kv_aware_session_affinity_ttl_secs"] == Optional[int]
+        assert types["selector"] == Dict[str, str]
+        assert types["request_id_headers"] == Optional[List[str]]
+        assert types["retry_backoff_multiplier"] is float
+
+    def test_no_field_type_is_a_string_and_type_hints_resolve(self):
+        fields = dataclasses.fields(RouterArgs)
+        assert [f.name for f in fields if isinstance(f.type, str)] == []
+        assert typing.get_type_hints(RouterArgs) == {f.name: f.type for f in fields}
 
 
 class TestConfigJson:

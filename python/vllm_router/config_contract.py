@@ -22,22 +22,24 @@ import argparse
 import dataclasses
 import json
 import sys
+import typing
 from pathlib import Path
 
 from .router_args import (FIELD_RANGES, FIELD_REFUSALS, RouterArgs, range_error,
                           router_args_to_config_json)
 
-# Base of a field's annotation (a string: router_args postpones evaluation) -> JSON type.
-_JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean",
-               "list": "array", "dict": "object"}
-_OPTIONAL = " | None"
+# A field's annotation (a typing object, as upstream's) without Optional -> JSON type.
+_JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean",
+               list: "array", dict: "object"}
 
 
-def _json_type(annotation: str) -> tuple[str, bool]:
-    """`"list[str] | None"` -> `("array", True)`; an annotation outside the table raises KeyError."""
-    nullable = annotation.endswith(_OPTIONAL)
-    base = annotation[: -len(_OPTIONAL)] if nullable else annotation
-    return _JSON_TYPES[base.split("[", 1)[0]], nullable
+def _json_type(annotation) -> tuple[str, bool]:
+    """`Optional[List[str]]` -> `("array", True)`; an annotation outside the table raises KeyError."""
+    args = typing.get_args(annotation)
+    nullable = typing.get_origin(annotation) is typing.Union and type(None) in args
+    if nullable:
+        (annotation,) = [arg for arg in args if arg is not type(None)]
+    return _JSON_TYPES[typing.get_origin(annotation) or annotation], nullable
 
 
 def _flags() -> dict[str, argparse.Action]:

@@ -4,8 +4,8 @@
 `Router.from_args(args)` maps a RouterArgs onto them exactly as upstream does.
 
 `vllm-router python` programs import this module in an interpreted GraalPy, where each module
-costs, so what only `start()` needs (`signal`, `threading`) is imported there, and annotations
-are not evaluated (no `typing`).
+costs, so what only `start()` needs (`signal`, `threading`) is imported there, and this module's
+annotations are not evaluated.
 """
 
 from __future__ import annotations

@@ -10,15 +10,16 @@ This module also runs under GraalPy, in the launcher JVM and in `vllm-router pyt
 where every imported module costs (it is interpreted), so it imports only what a RouterArgs and its
 JSON need: dataclasses and json. argparse is imported where a command line is parsed
 (`parse_router_args`, `CustomHelpFormatter`; `add_cli_args` is handed a parser), `logging` when the
-module-level `logger` is first used, and annotations are never evaluated at import (no `typing`).
+module-level `logger` is first used. The fields' annotations are typing objects, as upstream's
+(`dataclasses.fields(RouterArgs)[i].type` is `Optional[str]`, not a string), so `typing` is
+imported; annotations that would need argparse are strings.
 """
-
-from __future__ import annotations
 
 import dataclasses
 import json
 import sys
 from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
 
 POLICY_CHOICES = [
     "random",
@@ -106,7 +107,7 @@ def _choices_metavar(choices) -> str:
 @dataclass
 class RouterArgs:
     # Worker configuration
-    worker_urls: list[str] = field(default_factory=list)
+    worker_urls: List[str] = field(default_factory=list)
     host: str = "127.0.0.1"
     port: int = 30000
 
@@ -115,13 +116,13 @@ class RouterArgs:
     mini_lb: bool = False
     pd_disaggregation: bool = False
     vllm_pd_disaggregation: bool = False
-    prefill_urls: list[tuple[str, int | None]] = field(default_factory=list)
-    decode_urls: list[str] = field(default_factory=list)
+    prefill_urls: List[tuple] = field(default_factory=list)  # (url, bootstrap port or None)
+    decode_urls: List[str] = field(default_factory=list)
 
     # Routing policy
     policy: str = "cache_aware"
-    prefill_policy: str | None = None  # None => use `policy`
-    decode_policy: str | None = None  # None => use `policy`
+    prefill_policy: Optional[str] = None  # None => use `policy`
+    decode_policy: Optional[str] = None  # None => use `policy`
     worker_startup_timeout_secs: int = 600
     worker_startup_check_interval: int = 30
     cache_threshold: float = 0.3
@@ -132,33 +133,33 @@ class RouterArgs:
     max_payload_size: int = 512 * 1024 * 1024  # 512 MiB
     intra_node_data_parallel_size: int = 1
     enable_igw: bool = False
-    api_key: str | None = None
-    log_dir: str | None = None
-    log_level: str | None = None
+    api_key: Optional[str] = None
+    log_dir: Optional[str] = None
+    log_level: Optional[str] = None
 
     # Service discovery
     service_discovery: bool = False
-    selector: dict[str, str] = field(default_factory=dict)
+    selector: Dict[str, str] = field(default_factory=dict)
     service_discovery_port: int = 80
-    service_discovery_namespace: str | None = None
-    prefill_selector: dict[str, str] = field(default_factory=dict)
-    decode_selector: dict[str, str] = field(default_factory=dict)
+    service_discovery_namespace: Optional[str] = None
+    prefill_selector: Dict[str, str] = field(default_factory=dict)
+    decode_selector: Dict[str, str] = field(default_factory=dict)
     bootstrap_port_annotation: str = DEFAULT_BOOTSTRAP_PORT_ANNOTATION
-    vllm_discovery_address: str | None = None
+    vllm_discovery_address: Optional[str] = None
     kv_connector: str = "nixl"
 
     # Prometheus (None => 29000 / 127.0.0.1; the engine always starts the listener)
-    prometheus_port: int | None = None
-    prometheus_host: str | None = None
+    prometheus_port: Optional[int] = None
+    prometheus_host: Optional[str] = None
 
     # Request handling
-    request_id_headers: list[str] | None = None
+    request_id_headers: Optional[List[str]] = None
     request_timeout_secs: int = 1800
     max_concurrent_requests: int = 32768
     queue_size: int = 100
     queue_timeout_secs: int = 60
-    rate_limit_tokens_per_second: int | None = None
-    cors_allowed_origins: list[str] = field(default_factory=list)
+    rate_limit_tokens_per_second: Optional[int] = None
+    cors_allowed_origins: List[str] = field(default_factory=list)
 
     # Retries
     retry_max_retries: int = 5
@@ -183,15 +184,15 @@ class RouterArgs:
     disable_circuit_breaker: bool = False
 
     # Tokenizer (gRPC mode)
-    model_path: str | None = None
-    tokenizer_path: str | None = None
+    model_path: Optional[str] = None
+    tokenizer_path: Optional[str] = None
 
     # kv_aware
     router_temperature: float = 0.0
     kv_penalty_host: float = 0.8
     kv_penalty_external: float = 0.6
     kv_penalty_disk: float = 0.3
-    kv_aware_session_affinity_ttl_secs: int | None = None
+    kv_aware_session_affinity_ttl_secs: Optional[int] = None
 
     # sticky_balanced
     sticky_balanced_group_margin: float = 1.0
@@ -200,43 +201,43 @@ class RouterArgs:
     sticky_balanced_move_kv_usage: float = 0.5
     sticky_balanced_tool_hold_secs: float = 0.0
     sticky_balanced_group_by_kv: bool = False
-    kv_event_source: list[str] = field(default_factory=list)
-    kv_event_replay_source: list[str] = field(default_factory=list)
+    kv_event_source: List[str] = field(default_factory=list)
+    kv_event_replay_source: List[str] = field(default_factory=list)
     kv_event_block_size: int = 16
-    kv_event_model: str | None = None
-    pd_kv_events: list[str] = field(default_factory=list)
+    kv_event_model: Optional[str] = None
+    pd_kv_events: List[str] = field(default_factory=list)
 
     # Program scheduling and WASM middleware: parsed as upstream does, rejected by the engine
     enable_program_scheduling: bool = False
-    program_scheduling_config_json: str | None = None
-    wasm_middleware: str | None = None
-    wasm_middleware_sha256: str | None = None
-    wasm_middleware_routes: list[str] = field(default_factory=list)
+    program_scheduling_config_json: Optional[str] = None
+    wasm_middleware: Optional[str] = None
+    wasm_middleware_sha256: Optional[str] = None
+    wasm_middleware_routes: List[str] = field(default_factory=list)
 
     # Beyond upstream's RouterArgs: inbound authentication
-    api_key_validation_urls: list[str] = field(default_factory=list)
-    admin_api_key: str | None = None
+    api_key_validation_urls: List[str] = field(default_factory=list)
+    admin_api_key: Optional[str] = None
 
     # Beyond upstream's RouterArgs: where sticky sessions live. "memory" keeps them in this
     # router; a Redis URL shares them with every router that names the same store.
     session_store: str = "memory"
 
     # Beyond upstream's RouterArgs: where sticky session ids come from, and how many are kept
-    session_id_headers: list[str] = field(default_factory=lambda: list(DEFAULT_SESSION_ID_HEADERS))
-    session_id_body_fields: list[str] = field(
+    session_id_headers: List[str] = field(default_factory=lambda: list(DEFAULT_SESSION_ID_HEADERS))
+    session_id_body_fields: List[str] = field(
         default_factory=lambda: list(DEFAULT_SESSION_ID_BODY_FIELDS))
     max_sessions: int = 1_000_000
 
     # OpenTelemetry traces: 0.1.17's Rust command line and native Router (enable_trace,
     # otlp_traces_endpoint); its Python launcher has no such flags.
     enable_trace: bool = False
-    otlp_traces_endpoint: str | None = None
+    otlp_traces_endpoint: Optional[str] = None
     otel_sampling_ratio: float = 1.0
-    otel_excluded_paths: list[str] = field(default_factory=lambda: list(DEFAULT_OTEL_EXCLUDED_PATHS))
+    otel_excluded_paths: List[str] = field(default_factory=lambda: list(DEFAULT_OTEL_EXCLUDED_PATHS))
 
     @staticmethod
     def add_cli_args(
-        parser: argparse.ArgumentParser,
+        parser: "argparse.ArgumentParser",
         use_router_prefix: bool = False,
         exclude_host_port: bool = False,
     ) -> None:
@@ -513,7 +514,7 @@ class RouterArgs:
                             help="Request paths that are never traced")
 
     @classmethod
-    def from_cli_args(cls, args: argparse.Namespace, use_router_prefix: bool = False) -> "RouterArgs":
+    def from_cli_args(cls, args: "argparse.Namespace", use_router_prefix: bool = False) -> "RouterArgs":
         """Build RouterArgs from a namespace made by a parser that `add_cli_args` filled."""
         prefix = "router_" if use_router_prefix else ""
         values = vars(args)
@@ -563,7 +564,7 @@ class RouterArgs:
                 )
 
     @staticmethod
-    def _parse_selector(selector_list: list[str] | None) -> dict[str, str]:
+    def _parse_selector(selector_list: Optional[List[str]]) -> Dict[str, str]:
         """`["k=v", ...]` -> dict; split at the first '='; items without '=' are ignored."""
         if not selector_list:
             return {}
@@ -575,7 +576,7 @@ class RouterArgs:
         return selector
 
     @staticmethod
-    def _parse_prefill_urls(prefill_list: list[list[str]] | None) -> list[tuple[str, int | None]]:
+    def _parse_prefill_urls(prefill_list: Optional[List[List[str]]]) -> List[Tuple[str, Optional[int]]]:
         """`[[url], [url, port], [url, "none"], ...]` -> `[(url, port or None), ...]`."""
         if not prefill_list:
             return []
@@ -594,7 +595,7 @@ class RouterArgs:
         return prefill_urls
 
     @staticmethod
-    def _parse_decode_urls(decode_list: list[list[str]] | None) -> list[str]:
+    def _parse_decode_urls(decode_list: Optional[List[List[str]]]) -> List[str]:
         """`[[url], [url], ...]` -> `[url, ...]`."""
         if not decode_list:
             return []
@@ -638,7 +639,7 @@ Examples:
 """
 
 
-def parse_router_args(argv: list[str]) -> RouterArgs:
+def parse_router_args(argv: List[str]) -> RouterArgs:
     """Parse command-line arguments (without the program name) into RouterArgs."""
     import argparse
 

@@ -1,8 +1,9 @@
 #!/bin/bash
 # Where the seconds of `vllm-router python` go, from process spawn to exit: the JVM and GraalPy's
 # context (`-c pass`), the package's imports (`-c 'from vllm_router import Router, RouterArgs'`),
-# and a program that launches the engine over two mock workers and routes one request (the time to
-# the first routed request, plus the drain at exit); the same program under CPython (process
+# and a program that launches the engine over two mock workers and routes one request (spawn to
+# exit: the time to the first routed request plus the drain at exit; and spawn to the moment the
+# program holds the routed response, which it prints); the same program under CPython (process
 # bridge, engine jar in python/vllm_router/_engine, a Java 21+ as the package finds one, e.g.
 # VLLM_ROUTER_JAVA) for comparison. Each column is its own process.
 #
@@ -52,6 +53,7 @@ read -r -a urls <<<"$(sed -n 's/.*"urls":\[\([^]]*\)\].*/\1/p' "$work/mock.out" 
 
 cat >"$work/first_request.py" <<'PY'
 import sys
+import time
 import urllib.request
 
 from vllm_router import Router, RouterArgs
@@ -60,10 +62,13 @@ args = RouterArgs(worker_urls=sys.argv[1:], port=0, prometheus_port=0, worker_st
 with Router.from_args(args).launch() as router:
     with urllib.request.urlopen(router.url + "/v1/models", timeout=60) as response:
         assert response.status == 200
+    print(time.time_ns(), flush=True)
 PY
 
 # Seconds a command takes from spawn to exit, and after a slash the CPU seconds (user + system) it
-# used, which a busy machine inflates far less; a failure stops the script with its stderr.
+# used, which a busy machine inflates far less; when the command prints a wall-clock time in ns as
+# its last line (the first-request program, as it holds the response), after another slash the
+# seconds from spawn to then. A failure stops the script with its stderr.
 secs() {
     local start end
     start=$(date +%s%N)
@@ -71,7 +76,10 @@ secs() {
         echo "failed: $*" >&2; tail -20 "$work/run.err" >&2; exit 1
     fi
     end=$(date +%s%N)
-    echo "$(echo "scale=2; ($end - $start) / 1000000000" | bc)/$(awk '{print $1 + $2}' "$work/cpu")"
+    local at
+    at=$(tail -n 1 "$work/run.out")
+    echo -n "$(echo "scale=2; ($end - $start) / 1000000000" | bc)/$(awk '{print $1 + $2}' "$work/cpu")"
+    if [[ $at =~ ^[0-9]+$ ]]; then echo "/$(echo "scale=2; ($at - $start) / 1000000000" | bc)"; else echo; fi
 }
 
 for name in $names; do : >"$work/times-$name"; done
@@ -82,26 +90,30 @@ for round in cold $(seq 1 "$runs"); do
         pass=$(secs "$launcher" python -c pass)
         imports=$(secs "$launcher" python -c 'from vllm_router import Router, RouterArgs')
         first=$(secs "$launcher" python "$work/first_request.py" "${urls[@]}")
-        echo "$round $name (wall/CPU s): -c pass ${pass}, imports ${imports}, first routed request ${first}" \
+        echo "$round $name (wall/CPU[/to the response] s): -c pass ${pass}, imports ${imports}," \
+            "first routed request ${first}" \
             "(load $(cut -d' ' -f1 /proc/loadavg))"
         [ "$round" = cold ] || echo "$pass $imports $first" >>"$work/times-$name"
     done
     cpython=$(secs env PYTHONPATH="$repo/python" python3 "$work/first_request.py" "${urls[@]}")
-    echo "$round CPython, process bridge (wall/CPU s): ${cpython}"
+    echo "$round CPython, process bridge (wall/CPU/to the response s): ${cpython}"
     [ "$round" = cold ] || echo "$cpython" >>"$work/times-cpython"
 done
 median() { sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
-# column NAME N [1|2]: the warm rounds' median of NAME's column N, wall seconds (1) or CPU seconds (2)
+# column NAME N F: the warm rounds' median of NAME's column N, wall seconds (F 1), CPU seconds (2) or
+# seconds to the response (3, the first-request column)
 column() { cut -d' ' -f"$2" "$work/times-$1" | cut -d/ -f"$3" | median; }
 for name in $names; do
     echo "warm medians, $name (wall/CPU s): -c pass $(column "$name" 1 1)/$(column "$name" 1 2)," \
         "imports $(column "$name" 2 1)/$(column "$name" 2 2)," \
-        "first routed request $(column "$name" 3 1)/$(column "$name" 3 2)"
+        "first routed request $(column "$name" 3 1)/$(column "$name" 3 2), its response at $(column "$name" 3 3)"
 done
-echo "warm median, CPython, process bridge (wall/CPU s): $(column cpython 1 1)/$(column cpython 1 2)"
+echo "warm median, CPython, process bridge (wall/CPU s): $(column cpython 1 1)/$(column cpython 1 2)," \
+    "its response at $(column cpython 1 3)"
 if [ -n "${BASELINE_DIST:-}" ]; then
     # ratio N W: dist's median over the baseline's, column N, wall (1) or CPU (2)
     ratio() { echo "scale=2; $(column dist "$1" "$2") / $(column baseline "$1" "$2")" | bc; }
     echo "dist / baseline (wall, CPU): -c pass $(ratio 1 1), $(ratio 1 2);" \
-        "imports $(ratio 2 1), $(ratio 2 2); first routed request $(ratio 3 1), $(ratio 3 2)"
+        "imports $(ratio 2 1), $(ratio 2 2); first routed request $(ratio 3 1), $(ratio 3 2)," \
+        "its response $(ratio 3 3)"
 fi
