@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
@@ -226,7 +227,7 @@ class InMemorySessionTableTest {
             }
             ids.add(id.toString());
         }
-        Map<String, String> workerOf = new java.util.HashMap<>();
+        Map<String, String> workerOf = new HashMap<>();
         for (String id : ids) {
             SessionTable.Assignment a = table.route("", id, ws);
             assertEquals(SessionTable.Outcome.STARTED, a.outcome(), id);
