@@ -85,6 +85,7 @@ public record RouterConfig(
         Integer kvAwareSessionAffinityTtlSecs,
         double stickyBalancedGroupMargin,
         String stickyBalancedGroupSeparator,
+        double stickyBalancedGroupKvUsage,
         double stickyBalancedMoveMargin,
         double stickyBalancedMoveKvUsage,
         double stickyBalancedToolHoldSecs,
