@@ -42,7 +42,6 @@ def test_bad_config_is_value_error_with_engine_message(engine_jar):
     ("sticky_balanced_group_margin", -0.5, "Must be finite and >= 0.0"),
     ("sticky_balanced_move_margin", -0.25, "Must be finite and >= 0.0"),
     ("sticky_balanced_move_kv_usage", 1.5, "Must be finite and between 0.0 and 1.0"),
-    ("sticky_balanced_group_kv_usage", -0.25, "Must be finite and between 0.0 and 1.0"),
     ("sticky_balanced_tool_hold_secs", -0.5, "Must be finite and between 0.0 and 3600.0"),
 ])
 def test_bad_sticky_balanced_flag_is_value_error_naming_it(engine_jar, field, value, reason):

@@ -197,7 +197,6 @@ class RouterArgs:
     # sticky_balanced
     sticky_balanced_group_margin: float = 1.0
     sticky_balanced_group_separator: str = "_"
-    sticky_balanced_group_kv_usage: float = 0.5
     sticky_balanced_move_margin: float = 8.0
     sticky_balanced_move_kv_usage: float = 0.5
     sticky_balanced_tool_hold_secs: float = 0.0
@@ -437,11 +436,6 @@ class RouterArgs:
                             help="sticky_balanced: a session's group is its id up to the last occurrence of this "
                                  "text (SkyRL's '{instance_id}_{repetition_id}' gives the instance id); "
                                  "empty: no groups")
-        parser.add_argument(f"--{p}sticky-balanced-group-kv-usage", type=float,
-                            default=RouterArgs.sticky_balanced_group_kv_usage,
-                            help="sticky_balanced: a group gathers on its worker only while the least loaded "
-                                 "worker's last /metrics sample shows a KV cache usage at least this high, "
-                                 "0.0-1.0 (0: whatever /metrics shows, or without it)")
         parser.add_argument(f"--{p}sticky-balanced-move-margin", type=float,
                             default=RouterArgs.sticky_balanced_move_margin,
                             help="sticky_balanced: a bound session moves to the least loaded worker when its own "

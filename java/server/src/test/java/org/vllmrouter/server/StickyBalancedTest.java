@@ -83,8 +83,6 @@ class StickyBalancedTest {
             Map<String, Object> cfg = Fixture.base(mock.urls());
             cfg.put("policy", "sticky_balanced");
             cfg.put("sticky_balanced_group_by_kv", true);
-            // The mock engines' caches stay nearly empty here: gather whatever they report.
-            cfg.put("sticky_balanced_group_kv_usage", 0.0);
             try (RouterServer router = Fixture.start(cfg)) {
                 assertTrue(ResilienceTest.eventually(() -> router.kvSources().sources().size() == 3),
                         "the KV index opens for sticky_balanced grouping by KV");

@@ -110,7 +110,7 @@ public final class SimulateMain implements Callable<Integer> {
         StickyBalancedPolicy.Settings d = StickyBalancedPolicy.Settings.DEFAULTS;
         StickyBalancedPolicy.Settings stickyBalanced = new StickyBalancedPolicy.Settings(d.groupMargin(),
                 d.groupSeparator(), d.moveMargin(), d.moveKvUsage(), Duration.ofNanos(Math.round(toolHoldSecs * 1e9)),
-                groupByKv, d.groupKvUsage());
+                groupByKv);
         CostConstants costs = cost.costs();
         List<Pressure> levels = options.pressures();
         Workload workload = options.workload();

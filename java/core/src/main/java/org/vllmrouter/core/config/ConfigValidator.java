@@ -402,7 +402,6 @@ final class ConfigValidator {
         if (!(Double.isFinite(c.stickyBalancedMoveMargin()) && c.stickyBalancedMoveMargin() >= 0.0)) {
             throw invalid("sticky_balanced_move_margin", c.stickyBalancedMoveMargin(), "Must be finite and >= 0.0");
         }
-        fraction("sticky_balanced_group_kv_usage", c.stickyBalancedGroupKvUsage());
         fraction("sticky_balanced_move_kv_usage", c.stickyBalancedMoveKvUsage());
         if (!(Double.isFinite(c.stickyBalancedToolHoldSecs()) && c.stickyBalancedToolHoldSecs() >= 0.0
                 && c.stickyBalancedToolHoldSecs() <= MAX_TOOL_HOLD_SECS)) {

@@ -85,7 +85,6 @@ public record RouterConfig(
         Integer kvAwareSessionAffinityTtlSecs,
         double stickyBalancedGroupMargin,
         String stickyBalancedGroupSeparator,
-        double stickyBalancedGroupKvUsage,
         double stickyBalancedMoveMargin,
         double stickyBalancedMoveKvUsage,
         double stickyBalancedToolHoldSecs,

@@ -21,8 +21,7 @@ public record PolicySettings(String policy, String prefillPolicy, String decodeP
                         c.kvPenaltyDisk(), affinityTtl == null ? null : Duration.ofSeconds(affinityTtl)),
                 new StickyBalancedPolicy.Settings(c.stickyBalancedGroupMargin(), c.stickyBalancedGroupSeparator(),
                         c.stickyBalancedMoveMargin(), c.stickyBalancedMoveKvUsage(),
-                        Duration.ofNanos(Math.round(c.stickyBalancedToolHoldSecs() * 1e9)), c.stickyBalancedGroupByKv(),
-                        c.stickyBalancedGroupKvUsage()));
+                        Duration.ofNanos(Math.round(c.stickyBalancedToolHoldSecs() * 1e9)), c.stickyBalancedGroupByKv()));
     }
 
     /** These settings with cache_aware's replaced. */

@@ -25,11 +25,8 @@ import org.vllmrouter.core.worker.Worker;
  * RoutingRequest#promptTokens}). A new session goes to the least projected load (rendezvous tie-break, {@link
  * LeastLoaded}), except that one whose group (its id up to the last separator: SkyRL's {@code
  * {instance_id}_{repetition_id}} gives the instance) was last placed on a candidate joins it while that worker's load
- * exceeds the least by at most {@code groupMargin} times the session's own prompt, and the least loaded worker's cache
- * is contended (its engine reports at least {@code groupKvUsage} of it in use): the group's shared prompt is then
- * prefilled and held once. While the least loaded cache has room the group spreads as other sessions do, since the
- * shared prompt costs that worker one prefill and evicts nothing there, while gathering would put the group's
- * decode on one worker. When the workers' own load is known ({@link #readLiveLoad}), a worker whose engine
+ * exceeds the least by at most {@code groupMargin} times the session's own prompt: the group's shared prompt is then
+ * prefilled and held once. When the workers' own load is known ({@link #readLiveLoad}), a worker whose engine
  * queues requests is projected heavier in proportion: by {@code 1 + waiting / max(1, running)}, so a queue as long as
  * the running batch doubles it.
  *
@@ -52,9 +49,8 @@ import org.vllmrouter.core.worker.Worker;
  * there meanwhile would take the batch and cache room it is about to need. Holds live in the policy, each with its
  * deadline; a worker's held tokens drop the expired ones when its load is read, and the idle sweep drops the rest, so
  * no timer runs per session. Group by KV ({@code groupByKv}) takes the group's home from the KV-event index: a new
- * session goes to the worker that already holds the most of its prompt on the same terms as a group's home (within
- * the group margin, the least loaded cache contended), and the session-id rule decides only when no worker holds any
- * of it.
+ * session goes to the worker that already holds the most of its prompt while that worker is within the group margin,
+ * and the session-id rule decides only when no worker holds any of it.
  */
 public final class StickyBalancedPolicy implements LoadBalancingPolicy {
     /**
@@ -69,12 +65,10 @@ public final class StickyBalancedPolicy implements LoadBalancingPolicy {
      *     its next turn or its release comes first; zero: no hold
      * @param groupByKv a new session's group home is the worker whose KV cache holds the most of its prompt, as the
      *     KV-event index tells ({@link #usesPrefixResidency}), before the session-id rule
-     * @param groupKvUsage a group gathers on its home only while the least loaded candidate's engine reported a KV
-     *     cache usage (0 to 1) at least this high in its last fresh sample; 0: whatever the engines report
      */
     public record Settings(double groupMargin, String groupSeparator, double moveMargin, double moveKvUsage,
-                           Duration toolHold, boolean groupByKv, double groupKvUsage) {
-        public static final Settings DEFAULTS = new Settings(1.0, "_", 8.0, 0.5, Duration.ZERO, false, 0.5);
+                           Duration toolHold, boolean groupByKv) {
+        public static final Settings DEFAULTS = new Settings(1.0, "_", 8.0, 0.5, Duration.ZERO, false);
     }
 
     /** Known turns between two scans for the least loaded candidate, when no placement has refreshed it. */
@@ -308,7 +302,7 @@ public final class StickyBalancedPolicy implements LoadBalancingPolicy {
             home = groupUrl == null ? null : Worker.byUrl(candidates, groupUrl);
         }
         Worker chosen = least;
-        if (home != null && home != least && gathersBeside(least)
+        if (home != null && home != least
                 && load.applyAsLong(home) - load.applyAsLong(least) <= settings.groupMargin() * tokens) {
             chosen = home;
         }
@@ -316,19 +310,6 @@ public final class StickyBalancedPolicy implements LoadBalancingPolicy {
             groupWorkers.put(group, chosen.url());
         }
         return reserve(chosen, tokens);
-    }
-
-    /**
-     * Whether a group may gather on its home instead of going to {@code least}: only while the least loaded cache is
-     * contended, as its engine's last fresh sample tells (with none, nothing says so), unless the threshold is 0.
-     */
-    private boolean gathersBeside(Worker least) {
-        double threshold = settings.groupKvUsage();
-        if (!(threshold > 0)) {
-            return true;
-        }
-        LiveLoad.Sample s = liveLoad.of(least.baseUrl());
-        return s != null && s.kvCacheUsage() >= threshold;
     }
 
     /** The candidate whose cache holds the most of the prompt (the first of equals), or null when none holds any. */

@@ -141,7 +141,6 @@ class ConfigValidatorTest {
         "{\"policy\": \"sticky_balanced\", \"sticky_balanced_group_margin\": -0.5}|Configuration validation failed: Invalid value for field 'sticky_balanced_group_margin': -0.5 - Must be finite and >= 0.0",
         "{\"policy\": \"sticky_balanced\", \"sticky_balanced_move_margin\": -1}|Configuration validation failed: Invalid value for field 'sticky_balanced_move_margin': -1 - Must be finite and >= 0.0",
         "{\"policy\": \"sticky_balanced\", \"sticky_balanced_move_kv_usage\": 1.5}|Configuration validation failed: Invalid value for field 'sticky_balanced_move_kv_usage': 1.5 - Must be finite and between 0.0 and 1.0",
-        "{\"policy\": \"sticky_balanced\", \"sticky_balanced_group_kv_usage\": -0.25}|Configuration validation failed: Invalid value for field 'sticky_balanced_group_kv_usage': -0.25 - Must be finite and between 0.0 and 1.0",
         "{\"policy\": \"sticky_balanced\", \"sticky_balanced_tool_hold_secs\": -1}|Configuration validation failed: Invalid value for field 'sticky_balanced_tool_hold_secs': -1 - Must be finite and between 0.0 and 3600.0",
         "{\"decode_policy\": \"sticky_balanced\", \"vllm_pd_disaggregation\": true, \"prefill_urls\": [[\"http://p:1\", null]], \"decode_urls\": [\"http://d:1\"], \"sticky_balanced_tool_hold_secs\": 3601}|Configuration validation failed: Invalid value for field 'sticky_balanced_tool_hold_secs': 3601 - Must be finite and between 0.0 and 3600.0",
         "{\"prefill_policy\": \"sticky_balanced\", \"vllm_pd_disaggregation\": true, \"prefill_urls\": [[\"http://p:1\", null]], \"decode_urls\": [\"http://d:1\"], \"sticky_balanced_group_margin\": -1}|Configuration validation failed: Invalid value for field 'sticky_balanced_group_margin': -1 - Must be finite and >= 0.0",
@@ -244,7 +243,7 @@ class ConfigValidatorTest {
     void stickyBalancedParametersAreCheckedOnlyWhenStickyBalancedIsUsed() throws Exception {
         RouterConfig.fromJson("{\"worker_urls\": [\"http://a:1\"], \"sticky_balanced_group_margin\": -1, "
                 + "\"sticky_balanced_move_margin\": -1, \"sticky_balanced_move_kv_usage\": 2, "
-                + "\"sticky_balanced_tool_hold_secs\": -1, \"sticky_balanced_group_kv_usage\": 2}").validate();
+                + "\"sticky_balanced_tool_hold_secs\": -1}").validate();
         RouterConfig.fromJson("{\"worker_urls\": [\"http://a:1\"], \"policy\": \"sticky_balanced\", "
                 + "\"sticky_balanced_group_margin\": 0, \"sticky_balanced_group_separator\": \"\"}").validate();
     }

@@ -2,7 +2,6 @@ package org.vllmrouter.core.policy;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -34,10 +33,8 @@ class StickyBalancedPolicyTest {
     private final Worker c = Worker.builder("http://c:8000").build();
     private final List<Worker> workers = List.of(a, b, c);
 
-    /** Groups gather on the margin alone, whatever the engines report (group KV usage 0). */
     private StickyBalancedPolicy policy(double margin, String separator) {
-        return new StickyBalancedPolicy(table, new StickyBalancedPolicy.Settings(margin, separator, 0, 0.5, Duration.ZERO, false,
-                0));
+        return new StickyBalancedPolicy(table, new StickyBalancedPolicy.Settings(margin, separator, 0, 0.5, Duration.ZERO, false));
     }
 
     /** A turn of {@code id} whose body is {@code tokens} prompt tokens by the router's estimate. */
@@ -124,33 +121,6 @@ class StickyBalancedPolicyTest {
     }
 
     @Test
-    void aGroupGathersOnlyWhileTheLeastLoadedCacheIsContended() {
-        StickyBalancedPolicy p = new StickyBalancedPolicy(table,
-                new StickyBalancedPolicy.Settings(2, "_", 0, 0.5, Duration.ZERO, false, 0.5));
-        assertFalse(secondSampleJoinsTheFirst(p, "quiet"), "no engine has reported: the group spreads");
-        p.readLiveLoad(url -> new LiveLoad.Sample(0, 4, 0.3));
-        assertFalse(secondSampleJoinsTheFirst(p, "roomy"), "every cache has room: the group spreads");
-        p.readLiveLoad(url -> new LiveLoad.Sample(0, 4, 0.6));
-        assertTrue(secondSampleJoinsTheFirst(p, "full"), "every cache contended: the group gathers");
-        LiveLoad homeOnly = url -> new LiveLoad.Sample(0, 4, url.equals(LeastLoaded.tieBreak(workers, "home_0")
-                .baseUrl()) ? 0.9 : 0.2);
-        p.readLiveLoad(homeOnly);
-        assertFalse(secondSampleJoinsTheFirst(p, "home"), "only the group's own worker is contended");
-    }
-
-    /**
-     * Places {@code group}'s first sample on an empty table, then its second, 1,000 tokens above the least loaded
-     * (within the margin): whether the second joined the first. Releases both.
-     */
-    private boolean secondSampleJoinsTheFirst(StickyBalancedPolicy p, String group) {
-        Worker first = complete(p, workers, group + "_0", 1_000);
-        Worker second = complete(p, workers, group + "_1", 1_000);
-        table.release(group + "_0");
-        table.release(group + "_1");
-        return second == first;
-    }
-
-    @Test
     void marginZeroAndNoSeparatorPlaceByLoadAlone() {
         StickyBalancedPolicy zero = policy(0, "_");
         Worker first = complete(zero, workers, "g_0", 1_000);
@@ -168,15 +138,14 @@ class StickyBalancedPolicyTest {
                 + "\"policy\": \"sticky_balanced\", \"sticky_balanced_group_margin\": 0.5, "
                 + "\"sticky_balanced_group_separator\": \"::\", \"sticky_balanced_move_margin\": 3, "
                 + "\"sticky_balanced_move_kv_usage\": 0.25, \"sticky_balanced_tool_hold_secs\": 1.5, "
-                + "\"sticky_balanced_group_by_kv\": true, \"sticky_balanced_group_kv_usage\": 0.75}"));
+                + "\"sticky_balanced_group_by_kv\": true}"));
         assertEquals(3.0, settings.stickyBalanced().moveMargin());
-        assertEquals(0.75, settings.stickyBalanced().groupKvUsage());
         assertEquals(0.25, settings.stickyBalanced().moveKvUsage());
         assertEquals(Duration.ofMillis(1_500), settings.stickyBalanced().toolHold());
         assertTrue(Policies.create(PolicyNames.STICKY_BALANCED, settings, () -> table).usesPrefixResidency(),
                 "grouping by KV asks the route for the prompt's residency");
         settings = settings.withStickyBalanced(new StickyBalancedPolicy.Settings(0.5, "::", 3, 0.25, Duration.ZERO,
-                false, 0));
+                false));
         LoadBalancingPolicy p = Policies.create(PolicyNames.STICKY_BALANCED, settings, () -> table);
         Worker first = p.select(workers, turn("run::0", 1_000));
         p.onComplete(first, true);
@@ -186,7 +155,7 @@ class StickyBalancedPolicyTest {
 
     @Test
     void aBoundSessionMovesOnlyWhenTheImbalanceOutweighsItsReprefill() {
-        StickyBalancedPolicy p = new StickyBalancedPolicy(table, new StickyBalancedPolicy.Settings(0, "", 2.0, 0.5, Duration.ZERO, false, 0.5));
+        StickyBalancedPolicy p = new StickyBalancedPolicy(table, new StickyBalancedPolicy.Settings(0, "", 2.0, 0.5, Duration.ZERO, false));
         p.readLiveLoad(CONTENDED);
         List<Worker> two = List.of(a, b);
         for (String id : new String[] {"big-1", "big-2", "big-3", "small"}) {
@@ -213,7 +182,7 @@ class StickyBalancedPolicyTest {
 
     @Test
     void aSessionMovesOnlyOffAWorkerWhoseCacheIsContended() {
-        StickyBalancedPolicy p = new StickyBalancedPolicy(table, new StickyBalancedPolicy.Settings(0, "", 2.0, 0.7, Duration.ZERO, false, 0.5));
+        StickyBalancedPolicy p = new StickyBalancedPolicy(table, new StickyBalancedPolicy.Settings(0, "", 2.0, 0.7, Duration.ZERO, false));
         List<Worker> two = List.of(a, b);
         complete(p, List.of(a), "big", 30_000);
         assertSame(a, complete(p, List.of(a), "small", 1_000));
@@ -227,7 +196,7 @@ class StickyBalancedPolicyTest {
 
     @Test
     void aQueueOnAWorkerWithItsCacheFreeMovesNothing() {
-        StickyBalancedPolicy p = new StickyBalancedPolicy(table, new StickyBalancedPolicy.Settings(0, "", 2.0, 0.5, Duration.ZERO, false, 0.5));
+        StickyBalancedPolicy p = new StickyBalancedPolicy(table, new StickyBalancedPolicy.Settings(0, "", 2.0, 0.5, Duration.ZERO, false));
         List<Worker> two = List.of(a, b);
         complete(p, List.of(a), "big", 30_000);
         assertSame(a, complete(p, List.of(a), "small", 1_000));
@@ -238,7 +207,7 @@ class StickyBalancedPolicyTest {
     }
 
     private StickyBalancedPolicy holding(Duration hold) {
-        return new StickyBalancedPolicy(table, new StickyBalancedPolicy.Settings(0, "", 0, 0.5, hold, false, 0.5));
+        return new StickyBalancedPolicy(table, new StickyBalancedPolicy.Settings(0, "", 0, 0.5, hold, false));
     }
 
     /** A turn of {@code id} on {@code w} that ends, its usage heard, as the proxy reports it. */
@@ -330,7 +299,7 @@ class StickyBalancedPolicyTest {
 
     private StickyBalancedPolicy byKv(boolean groupByKv) {
         return new StickyBalancedPolicy(table, new StickyBalancedPolicy.Settings(1, "_", 0, 0.5, Duration.ZERO,
-                groupByKv, 0));
+                groupByKv));
     }
 
     @Test
