@@ -2,13 +2,17 @@
 several seeds, live (`python -m vllm_router.bench rollout`) and simulated (`... simulate`) on the
 same workload, reported as medians over the seeds.
 
-    python examples/bench/rollout_matrix.py run OUT --workers 8 --seeds 1,2,3 [--time-scale S] [--rust PYTHON] -- ARGS...
+    python examples/bench/rollout_matrix.py run OUT --workers 8 --seeds 1,2,3 [--draws K] [--time-scale S] [--rust PYTHON] -- ARGS...
     python examples/bench/rollout_matrix.py report OUT
 
-`run` writes one JSON per (arm set, workers, seed) into OUT as each finishes, with the machine's
-`uptime` before and after it (the bench times wall-clock work, so the load beside a figure
-matters); `report` prints the median tables and the simulated-vs-live calibration as markdown.
-Run it with PYTHONPATH=python from the source tree.
+`run` writes one JSON per (arm set, workers, seed, draw) into OUT as each finishes, with the
+machine's `uptime` before and after it (the bench times wall-clock work, so the load beside a
+figure matters); `report` prints the median tables and the simulated-vs-live calibration as
+markdown. A live run of a seed is one draw: which sessions share a worker follows the order in
+which the batch's concurrent openings reach the router, so a sticky policy's figures move from one
+run of the same seed to the next (docs/perf/rollout-live.md). `--draws K` runs each seed live K
+times (the simulation, deterministic, once), and the report's medians and group p90 ranges are
+over every draw of every seed. Run it with PYTHONPATH=python from the source tree.
 """
 
 import argparse
@@ -36,22 +40,36 @@ def bench(command: str, arguments):
     return json.loads(done.stdout)
 
 
+def positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got '{text}'")
+    return value
+
+
 def run(o) -> None:
     os.makedirs(o.out, exist_ok=True)
     for seed in o.seeds.split(","):
         shape = ["--workers", str(o.workers), "--seed", seed, *o.bench_args]
         live = shape + ["--time-scale", o.time_scale] + (["--router-python", o.rust, "--policies", RUST_POLICIES, "--ours", o.ours]
                         if o.rust else ["--policies", o.ours])
-        before, started = uptime(), time.time()
-        outcome = bench("rollout", live)
-        record = {"command": ["python", "-m", "vllm_router.bench", "rollout", *live, "--json"],
-                  "uptime_before": before, "uptime_after": uptime(), "wall_s": round(time.time() - started),
-                  "live": outcome,
-                  "simulated": bench("simulate", [*shape, "--policies", o.ours])}
-        path = os.path.join(o.out, f"w{o.workers}-seed{seed}.json")
-        with open(path, "w") as f:
-            json.dump(record, f)
-        print(f"{path}: {record['wall_s']} s; {record['uptime_after']}", flush=True)
+        simulated = None
+        for draw in range(1, o.draws + 1):
+            before, started = uptime(), time.time()
+            outcome = bench("rollout", live)
+            record = {"command": ["python", "-m", "vllm_router.bench", "rollout", *live, "--json"],
+                      "uptime_before": before, "uptime_after": uptime(), "wall_s": round(time.time() - started),
+                      "draw": draw, "live": outcome}
+            simulated = simulated or bench("simulate", [*shape, "--policies", o.ours])
+            record["simulated"] = simulated
+            name = f"w{o.workers}-seed{seed}" + (f"-draw{draw}" if o.draws > 1 else "")
+            path = os.path.join(o.out, f"{name}.json")
+            with open(path, "w") as f:
+                json.dump(record, f)
+            print(f"{path}: {record['wall_s']} s; {record['uptime_after']}", flush=True)
 
 
 def median_rows(records, side):
@@ -69,7 +87,8 @@ def median_rows(records, side):
             v["imbal"].append(x["imbalance"])
             v["preempt"].append(x["preemptions"])
             v["errors"].append(x["errors"])
-    return {k: {m: statistics.median(v) for m, v in ms.items()} | {"n": len(ms["g90"])}
+    return {k: {m: statistics.median(v) for m, v in ms.items()}
+            | {"n": len(ms["g90"]), "g90_min": min(ms["g90"]), "g90_max": max(ms["g90"])}
             for k, ms in values.items()}
 
 
@@ -80,19 +99,20 @@ def report(o) -> None:
             record = json.load(f)
         by_workers[record["live"]["results"][0]["workers"]].append(record)
     for workers, records in sorted(by_workers.items()):
-        seeds = ", ".join(str(r["live"]["workload"]["seed"]) for r in records)
+        seeds = ", ".join(dict.fromkeys(str(r["live"]["workload"]["seed"]) for r in records))
+        draws = f", {len(records)} draws" if any(r.get("draw", 1) > 1 for r in records) else ""
         w = records[0]["live"]["workload"]
         print(f"### Live, {workers} workers: {w['trajectories']} trajectories in {w['groups']} groups, "
-              f"seeds {seeds} (medians)\n")
+              f"seeds {seeds}{draws} (medians)\n")
         for r in records:
             print(f"- `{' '.join(r['command'])}`: {r['wall_s']} s wall; before `{r['uptime_before']}`, "
                   f"after `{r['uptime_after']}`")
-        print("\n| pressure | policy | makespan | group p50 | group p90 | group max | traj p90 | hit % | imbal "
-              "| preempt | errors |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        print("\n| pressure | policy | makespan | group p50 | group p90 | group p90 range | group max | traj p90 "
+              "| hit % | imbal | preempt | errors |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for (pressure, policy), m in median_rows(records, "live").items():
             print(f"| {pressure} | {policy} | {m['makespan']:.1f} | {m['g50']:.1f} | {m['g90']:.1f} | "
-                  f"{m['gmax']:.1f} | {m['t90']:.1f} | {m['hit']:.1f} | {m['imbal']:.2f} | {m['preempt']:g} | "
-                  f"{m['errors']:g} |")
+                  f"{m['g90_min']:.1f}-{m['g90_max']:.1f} | {m['gmax']:.1f} | {m['t90']:.1f} | {m['hit']:.1f} | "
+                  f"{m['imbal']:.2f} | {m['preempt']:g} | {m['errors']:g} |")
         simulated = median_rows(records, "simulated")
         live = median_rows(records, "live")
         print(f"\n### Calibration, {workers} workers: simulated vs live (medians over seeds {seeds})\n")
@@ -114,6 +134,7 @@ def main() -> None:
     r.add_argument("out")
     r.add_argument("--workers", type=int, default=8)
     r.add_argument("--seeds", default="1,2,3")
+    r.add_argument("--draws", type=positive, default=1, metavar="K", help="live runs of each seed (default: 1)")
     r.add_argument("--ours", default="sticky_least_loaded,sticky_balanced,kv_aware,cache_aware,round_robin,"
                                       "consistent_hash", help="this package's policies")
     r.add_argument("--rust", default=None, metavar="PYTHON", help="the Rust router's python, for its arms")
