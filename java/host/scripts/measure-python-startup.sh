@@ -111,7 +111,7 @@ done
 echo "warm median, CPython, process bridge (wall/CPU s): $(column cpython 1 1)/$(column cpython 1 2)," \
     "its response at $(column cpython 1 3)"
 if [ -n "${BASELINE_DIST:-}" ]; then
-    # ratio N W: dist's median over the baseline's, column N, wall (1) or CPU (2)
+    # ratio N F: dist's median over the baseline's, column N, field F as in `column`
     ratio() { echo "scale=2; $(column dist "$1" "$2") / $(column baseline "$1" "$2")" | bc; }
     echo "dist / baseline (wall, CPU): -c pass $(ratio 1 1), $(ratio 1 2);" \
         "imports $(ratio 2 1), $(ratio 2 2); first routed request $(ratio 3 1), $(ratio 3 2)," \
