@@ -7,13 +7,14 @@ same workload, reported as medians over the seeds.
 
 `run` writes one JSON per (arm set, workers, seed, draw) into OUT as each finishes, with the
 machine's `uptime` before and after it (the bench times wall-clock work, so the load beside a
-figure matters); `report` prints the median tables, each policy's figures over sticky_least_loaded's
-(each seed's draws folded to their median first, so every seed weighs the same) and the
-simulated-vs-live calibration as markdown. A live run of a seed is one draw: which sessions share a worker follows the order in
-which the batch's concurrent openings reach the router, so a sticky policy's figures move from one
-run of the same seed to the next (docs/perf/rollout-live.md). `--draws K` runs each seed live K
-times (the simulation, deterministic, once), and the report's medians and group p90 ranges are
-over every draw of every seed. Run it with PYTHONPATH=python from the source tree.
+figure matters); `report` prints the median tables, each policy's figures over
+sticky_least_loaded's (each seed's draws folded to their median first, so every seed weighs the
+same) and the simulated-vs-live calibration as markdown. A live run of a seed is one draw: which
+sessions share a worker follows the order in which the batch's concurrent openings reach the
+router, so a sticky policy's figures move from one run of the same seed to the next
+(docs/perf/rollout-live.md). `--draws K` runs each seed live K times (the simulation,
+deterministic, once), and the report's medians and group p90 ranges are over every draw of every
+seed. Run it with PYTHONPATH=python from the source tree.
 """
 
 import argparse
@@ -150,7 +151,8 @@ def report(o) -> None:
 
 
 def against_baseline(records, workers, seeds) -> None:
-    """Each policy's seed medians over sticky_least_loaded's at the same pressure, metric by metric (above 1: higher)."""
+    """Each policy's seed medians over sticky_least_loaded's at the same pressure, metric by metric
+    (above 1: higher than sticky_least_loaded's)."""
     medians = seed_medians(records)
     rows = [(k, m) for k, m in sorted(medians.items()) if k[1] != BASELINE and (k[0], BASELINE) in medians]
     if not rows:
