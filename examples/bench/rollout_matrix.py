@@ -7,12 +7,14 @@ same workload, reported as medians over the seeds.
 
 `run` writes one JSON per (arm set, workers, seed, draw) into OUT as each finishes, with the
 machine's `uptime` before and after it (the bench times wall-clock work, so the load beside a
-figure matters); `report` prints the median tables and the simulated-vs-live calibration as
-markdown. A live run of a seed is one draw: which sessions share a worker follows the order in
-which the batch's concurrent openings reach the router, so a sticky policy's figures move from one
-run of the same seed to the next (docs/perf/rollout-live.md). `--draws K` runs each seed live K
-times (the simulation, deterministic, once), and the report's medians and group p90 ranges are
-over every draw of every seed. Run it with PYTHONPATH=python from the source tree.
+figure matters); `report` prints the median tables, each policy's figures over
+sticky_least_loaded's (each seed's draws folded to their median first, so every seed weighs the
+same) and the simulated-vs-live calibration as markdown. A live run of a seed is one draw: which
+sessions share a worker follows the order in which the batch's concurrent openings reach the
+router, so a sticky policy's figures move from one run of the same seed to the next
+(docs/perf/rollout-live.md). `--draws K` runs each seed live K times (the simulation,
+deterministic, once), and the report's medians and group p90 ranges are over every draw of every
+seed. Run it with PYTHONPATH=python from the source tree.
 """
 
 import argparse
@@ -72,24 +74,44 @@ def run(o) -> None:
             print(f"{path}: {record['wall_s']} s; {record['uptime_after']}", flush=True)
 
 
+# The figures the tables read from one policy's result: their column headings and readers, in the tables' order.
+METRICS = {
+    "makespan": ("makespan", lambda x: x["makespan_s"]),
+    "g50": ("group p50", lambda x: x["group_latency_s"]["p50"]),
+    "g90": ("group p90", lambda x: x["group_latency_s"]["p90"]),
+    "gmax": ("group max", lambda x: x["group_latency_s"]["max"]),
+    "t50": ("traj p50", lambda x: x["trajectory_latency_s"]["p50"]),
+    "t90": ("traj p90", lambda x: x["trajectory_latency_s"]["p90"]),
+    "hit": ("hit %", lambda x: 100 * x["prefix_hit_rate"]),
+    "imbal": ("imbal", lambda x: x["imbalance"]),
+    "preempt": ("preempt", lambda x: x["preemptions"]),
+    "errors": ("errors", lambda x: x["errors"]),
+}
+BASELINE = "sticky_least_loaded"
+
+
 def median_rows(records, side):
-    """{(pressure, policy): {metric: median over seeds}}."""
+    """{(pressure, policy): {metric: median over every record}}."""
     values = defaultdict(lambda: defaultdict(list))
     for r in records:
         for x in r[side]["results"]:
             v = values[(x["pressure"], x["policy"])]
-            v["makespan"].append(x["makespan_s"])
-            v["g50"].append(x["group_latency_s"]["p50"])
-            v["g90"].append(x["group_latency_s"]["p90"])
-            v["gmax"].append(x["group_latency_s"]["max"])
-            v["t90"].append(x["trajectory_latency_s"]["p90"])
-            v["hit"].append(100 * x["prefix_hit_rate"])
-            v["imbal"].append(x["imbalance"])
-            v["preempt"].append(x["preemptions"])
-            v["errors"].append(x["errors"])
+            for metric, (_, read) in METRICS.items():
+                v[metric].append(read(x))
     return {k: {m: statistics.median(v) for m, v in ms.items()}
             | {"n": len(ms["g90"]), "g90_min": min(ms["g90"]), "g90_max": max(ms["g90"])}
             for k, ms in values.items()}
+
+
+def seed_medians(records):
+    """{(pressure, policy): {metric: median over the seeds of each seed's median over its live draws}}: the
+    issue's "3 seeds, medians" with every seed's draws folded first, so a seed run five times counts once."""
+    by_seed = defaultdict(list)
+    for r in records:
+        by_seed[r["live"]["workload"]["seed"]].append(r)
+    per_seed = [median_rows(draws, "live") for draws in by_seed.values()]
+    keys = set().union(*per_seed)
+    return {k: {m: statistics.median(s[k][m] for s in per_seed if k in s) for m in METRICS} for k in keys}
 
 
 def report(o) -> None:
@@ -107,12 +129,13 @@ def report(o) -> None:
         for r in records:
             print(f"- `{' '.join(r['command'])}`: {r['wall_s']} s wall; before `{r['uptime_before']}`, "
                   f"after `{r['uptime_after']}`")
-        print("\n| pressure | policy | makespan | group p50 | group p90 | group p90 range | group max | traj p90 "
-              "| hit % | imbal | preempt | errors |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        print("\n| pressure | policy | makespan | group p50 | group p90 | group p90 range | group max | traj p50 "
+              "| traj p90 | hit % | imbal | preempt | errors |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for (pressure, policy), m in median_rows(records, "live").items():
             print(f"| {pressure} | {policy} | {m['makespan']:.1f} | {m['g50']:.1f} | {m['g90']:.1f} | "
-                  f"{m['g90_min']:.1f}-{m['g90_max']:.1f} | {m['gmax']:.1f} | {m['t90']:.1f} | {m['hit']:.1f} | "
-                  f"{m['imbal']:.2f} | {m['preempt']:g} | {m['errors']:g} |")
+                  f"{m['g90_min']:.1f}-{m['g90_max']:.1f} | {m['gmax']:.1f} | {m['t50']:.1f} | {m['t90']:.1f} | "
+                  f"{m['hit']:.1f} | {m['imbal']:.2f} | {m['preempt']:g} | {m['errors']:g} |")
+        against_baseline(records, workers, seeds)
         simulated = median_rows(records, "simulated")
         live = median_rows(records, "live")
         print(f"\n### Calibration, {workers} workers: simulated vs live (medians over seeds {seeds})\n")
@@ -125,6 +148,23 @@ def report(o) -> None:
             print(f"| {key[0]} | {key[1]} | {s['g90']:.1f} | {l['g90']:.1f} | {100 * (l['g90'] / s['g90'] - 1):+.0f}% | "
                   f"{s['hit']:.1f} | {l['hit']:.1f} | {l['hit'] - s['hit']:+.1f} |")
         print()
+
+
+def against_baseline(records, workers, seeds) -> None:
+    """Each policy's seed medians over sticky_least_loaded's at the same pressure, metric by metric
+    (above 1: higher than sticky_least_loaded's)."""
+    medians = seed_medians(records)
+    rows = [(k, m) for k, m in sorted(medians.items()) if k[1] != BASELINE and (k[0], BASELINE) in medians]
+    if not rows:
+        return
+    shown = [m for m in METRICS if m not in ("preempt", "errors")]
+    print(f"\n### Against {BASELINE}, {workers} workers: each seed's median over its draws, then the median over "
+          f"seeds {seeds}; ratio to {BASELINE}'s\n")
+    print("| pressure | policy | " + " | ".join(METRICS[k][0] for k in shown) + " |\n|---|---|" + "---:|" * len(shown))
+    for (pressure, policy), m in rows:
+        base = medians[(pressure, BASELINE)]
+        print(f"| {pressure} | {policy} | "
+              + " | ".join(f"{m[k] / base[k]:.3f}" if base[k] else "-" for k in shown) + " |")
 
 
 def main() -> None:
